@@ -1,0 +1,76 @@
+# Coral — build, run and test.
+#   make qemu         boot the kernel on QEMU virt (SMP=, MEM=, ARGS= to change)
+#   make test         every test: host unit tests + in-QEMU kernel tests
+#   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0)
+#   make qemu-gdb     boot halted, waiting for gdb on localhost:$(GDBPORT)
+# Missing tools are installed by scripts/deps.sh (Debian packages) on first use.
+
+CROSS   ?= riscv64-unknown-elf-
+CC      := $(CROSS)gcc
+OBJDUMP := $(CROSS)objdump
+QEMU    ?= qemu-system-riscv64
+OPENSBI ?= /usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin
+BUILD   ?= build
+
+SMP     ?= 2
+MEM     ?= 256M
+ARGS    ?=
+GDBPORT ?= 1234
+
+KCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
+           -march=rv64imac_zicsr_zifencei -mabi=lp64 -mcmodel=medany \
+           -ffreestanding -fno-builtin -fno-tree-loop-distribute-patterns \
+           -fno-omit-frame-pointer -fno-stack-protector -fno-pie \
+           -Ikernel -Ivdso -Itests/kernel -MMD -MP
+KLDFLAGS := -nostdlib -static -no-pie -T linker.ld -Wl,--no-relax -Wl,--build-id=none
+
+# The kernel: its own sources, the shared executor from vdso/, and the in-kernel
+# tests and benchmarks (selected at boot by the command line).
+KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/switch.S \
+        $(wildcard tests/kernel/*.c)
+KOBJ := $(patsubst %,$(BUILD)/%.o,$(KSRC))
+KERNEL := $(BUILD)/kernel.elf
+
+QEMUOPTS = -machine virt -bios $(OPENSBI) -kernel $(KERNEL) -nographic \
+           -smp $(SMP) -m $(MEM) -append "$(ARGS)"
+
+.PHONY: all deps qemu qemu-gdb test test-host bench-micro clean
+all: $(KERNEL)
+
+# Installs what is missing; a no-op (no apt) when everything is there.
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/%.c.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KCFLAGS) -c $< -o $@
+
+$(BUILD)/%.S.o: %.S | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(KCFLAGS) -c $< -o $@
+
+$(KERNEL): $(KOBJ) linker.ld
+	$(CC) $(KCFLAGS) $(KLDFLAGS) $(KOBJ) -o $@ -lgcc
+	$(OBJDUMP) -d $@ > $(BUILD)/kernel.asm
+
+qemu: $(KERNEL)
+	@echo "Coral on QEMU: $(SMP) harts, $(MEM). Leave with Ctrl-A X."
+	$(QEMU) $(QEMUOPTS)
+
+qemu-gdb: $(KERNEL)
+	@echo "Waiting for gdb: gdb-multiarch $(KERNEL) -ex 'target remote localhost:$(GDBPORT)'"
+	$(QEMU) $(QEMUOPTS) -S -gdb tcp::$(GDBPORT)
+
+test: deps
+	@bash scripts/test.sh
+
+test-host: deps
+	@bash scripts/test.sh --host-only
+
+bench-micro: $(KERNEL)
+	@bash scripts/bench-micro.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(KOBJ:.o=.d)

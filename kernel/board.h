@@ -1,0 +1,40 @@
+// The board as the device tree describes it. Nothing about the machine is
+// hard-coded elsewhere in the kernel: memory, harts, timebase, UART, PLIC and the
+// virtio-mmio slots all come from here, filled by board_parse() at boot.
+#ifndef BOARD_H
+#define BOARD_H
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include "param.h"   // BOARD_MAX_HARTS
+
+#define BOARD_MAX_VIRTIO 16
+#define BOARD_BOOTARGS_MAX 256
+
+struct mmio_dev {
+  uint64_t base, size;
+  uint32_t irq;                 // PLIC source number, 0 if none
+};
+
+struct board {
+  uint64_t mem_base, mem_size;  // the first /memory node's first range
+  uint32_t nharts;              // usable harts (status okay, mmu present), <= BOARD_MAX_HARTS
+  uint32_t nharts_found;        // harts in the tree before the cap was applied
+  uint32_t hartid[BOARD_MAX_HARTS];
+  uint64_t timebase_hz;         // /cpus timebase-frequency
+  bool has_sstc;                // every usable hart's riscv,isa names the Sstc extension
+  struct mmio_dev uart;         // first "ns16550a" node
+  struct mmio_dev plic;         // "riscv,plic0" / "sifive,plic-1.0.0"; irq unused
+  uint32_t plic_ndev;           // riscv,ndev
+  int32_t plic_sctx[BOARD_MAX_HARTS]; // PLIC context of each hart's S-mode external irq, -1 if none
+  uint32_t nvirtio;
+  struct mmio_dev virtio[BOARD_MAX_VIRTIO]; // "virtio,mmio" slots, in ascending address order
+  char bootargs[BOARD_BOOTARGS_MAX];        // /chosen bootargs ("" if absent)
+};
+
+// Parse the flattened device tree at dtb. Returns 0 on success; on failure
+// returns -1 and writes a one-line reason into err (always NUL-terminated).
+// Never reads outside [dtb, dtb + totalsize) and rejects a malformed blob.
+int board_parse(const void *dtb, struct board *b, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,43 @@
+// Per-hart state. tp holds a pointer to this hart's struct hart for as long as
+// the hart runs kernel code, so this_hart() is one instruction.
+//
+// Rule: a stackful coroutine may resume on another hart after it blocks, so never
+// keep a struct hart pointer across a blocking call; call this_hart() again.
+#ifndef HART_H
+#define HART_H
+#include <stdint.h>
+#include "board.h"
+#include "spinlock.h"
+#include "param.h"
+
+struct co;
+struct timer_entry;
+
+struct hart {
+  uint32_t index;               // 0 .. nharts-1, in device-tree order; 0 boots
+  uint32_t hartid;              // the hart's id in the device tree / SBI
+  struct co *cur;               // coroutine this hart is running, NULL in the loop
+  int noff;                     // depth of spin_lock interrupt masking
+  int intena;                   // interrupts were on before the first spin_lock
+  int online;
+  int plic_ctx;                 // PLIC context for S-mode external interrupts
+  // timers (kernel/timer.c)
+  struct spinlock timer_lock;
+  struct timer_entry *timers;   // min-heap by deadline
+  uint32_t ntimers, timer_cap;
+  uint64_t next_tick;
+  // counters shown by the console's `stats` and read by tests
+  uint64_t ticks, irq_timer, irq_soft, irq_ext, idle_wfi, dispatches;
+};
+
+extern struct hart harts[BOARD_MAX_HARTS];
+extern uint32_t nharts_online;
+extern struct board board;
+
+static inline struct hart *this_hart(void) {
+  struct hart *h;
+  __asm__ volatile("mv %0, tp" : "=r"(h));
+  return h;
+}
+
+#endif

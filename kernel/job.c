@@ -1,0 +1,51 @@
+// Choose what the machine does after boot from the kernel command line (main.h).
+#include "klib.h"
+#include "main.h"
+#include "monitor.h"
+#include "printf.h"
+#include "ktest.h"
+#include "bench.h"
+#include "kco.h"
+
+// Value of `key=` in a space-separated command line, copied into out ("" if absent).
+// Returns 1 if the key is present (with or without a value).
+static int bootarg(const char *args, const char *key, char *out, size_t outlen) {
+  size_t klen = strlen(key);
+  for (const char *p = args; *p;) {
+    while (*p == ' ')
+      p++;
+    const char *end = p;
+    while (*end && *end != ' ')
+      end++;
+    if ((size_t)(end - p) >= klen && strncmp(p, key, klen) == 0 &&
+        (p[klen] == '=' || p + klen == end)) {
+      size_t n = 0;
+      if (p[klen] == '=')
+        for (const char *v = p + klen + 1; v < end && n + 1 < outlen; v++)
+          out[n++] = *v;
+      out[n] = 0;
+      return 1;
+    }
+    p = end;
+  }
+  return 0;
+}
+
+static void provoke_fault(void *arg) {
+  (void)arg;
+  kprintf("fault: loading from an unmapped address\n");
+  volatile uint64_t *bad = (volatile uint64_t *)0x1000;
+  (void)*bad;
+}
+
+void start_main_job(const char *args) {
+  char val[64];
+  if (bootarg(args, "test", val, sizeof val))
+    ktest_start(val);
+  else if (bootarg(args, "bench", val, sizeof val))
+    bench_start();
+  else if (bootarg(args, "fault", val, sizeof val))
+    kco_spawn_stackful(provoke_fault, 0, 0, 0);
+  else
+    monitor_start();
+}

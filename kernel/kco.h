@@ -1,0 +1,42 @@
+// Kernel coroutines: the kernel's use of the shared executor (vdso/executor.h).
+//
+// Every hart runs sched_loop(): fetch the best ready coroutine, poll it (or, for
+// a stackful one, switch onto its stack), repeat; wait for an interrupt when
+// nothing is ready. Kernel coroutines are cooperative. Interrupt handlers only
+// acknowledge their device and wake coroutines.
+//
+//   stackless: kco_spawn(poll, arg, prio). poll returns CO_PENDING / CO_YIELD /
+//              CO_DONE; to wait for something, register kco_current() with a wait
+//              queue or timer first, then return CO_PENDING.
+//   stackful:  kco_spawn_stackful(fn, arg, prio, flags). fn may call kco_yield,
+//              kco_block, kco_sleep_ms and KCO_WAIT_UNTIL at any call depth.
+#ifndef KCO_H
+#define KCO_H
+#include <stdint.h>
+#include "executor.h"
+#include "stackful.h"
+
+#define KCO_STACK_PAGES 4          // 16 KiB per stackful kernel coroutine
+#define KCO_FULLSAVE 1             // flag: use the full-save switch instead of CACS
+
+extern struct executor kexec;
+
+void sched_init(void);                       // boot hart, before any spawn
+__attribute__((noreturn)) void sched_loop(void);
+
+int64_t kco_spawn(co_poll_fn poll, void *arg, uint32_t prio);
+int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int flags);
+cid_t kco_current(void);
+int kco_wake(cid_t cid);                     // also safe from interrupt handlers
+int kco_reprio(cid_t cid, uint32_t prio);
+
+// Stackful coroutines only.
+void kco_yield(void);
+void kco_block(void);                        // returns once woken (maybe spuriously)
+void kco_sleep_until(uint64_t deadline);     // in timebase ticks (rdtime)
+void kco_sleep_ms(uint64_t ms);
+
+// Kick an idle hart so it looks at the ready queues again.
+void sched_kick(void);
+
+#endif

@@ -1,0 +1,111 @@
+// Boot: the boot hart sets up everything from the device tree, starts the other
+// harts through SBI HSM, picks the job named on the command line (bootargs) and
+// joins the executor loop. Every hart ends in sched_loop().
+#include "board.h"
+#include "hart.h"
+#include "kco.h"
+#include "klib.h"
+#include "kmalloc.h"
+#include "main.h"
+#include "palloc.h"
+#include "plic.h"
+#include "printf.h"
+#include "riscv.h"
+#include "sbi.h"
+#include "timer.h"
+#include "trap.h"
+#include "uart.h"
+#include "vm.h"
+
+struct hart harts[BOARD_MAX_HARTS];
+uint32_t nharts_online;
+struct board board;
+
+extern char _kernel_end[];
+extern void secondary_entry(void);
+
+static void set_tp(struct hart *h) { __asm__ volatile("mv tp, %0" :: "r"(h)); }
+
+// Logical hart indexes: the boot hart (which OpenSBI may pick at random) is 0,
+// the others follow in device-tree order.
+static void assign_harts(uint64_t boot_hartid) {
+  uint32_t n = 1;
+  harts[0].hartid = (uint32_t)boot_hartid;
+  harts[0].plic_ctx = -1;
+  for (uint32_t i = 0; i < board.nharts; i++) {
+    if (board.hartid[i] == boot_hartid) {
+      harts[0].plic_ctx = board.plic_sctx[i];
+      continue;
+    }
+    if (n == BOARD_MAX_HARTS)
+      break;
+    harts[n].hartid = board.hartid[i];
+    harts[n].plic_ctx = board.plic_sctx[i];
+    n++;
+  }
+  for (uint32_t i = 0; i < BOARD_MAX_HARTS; i++)
+    harts[i].index = i;
+  board.nharts = n;
+}
+
+static void hart_setup(void) {
+  trap_init_hart();      // first, so that any fault below is reported
+  kvm_enable_hart();
+  plic_init_hart();
+  timer_init_hart();
+  this_hart()->online = 1;
+  __atomic_fetch_add(&nharts_online, 1, __ATOMIC_SEQ_CST);
+}
+
+void secondary_main(uint64_t hartid, uint64_t index) {
+  (void)hartid;
+  set_tp(&harts[index]);
+  hart_setup();
+  sched_loop();
+}
+
+static void start_secondaries(void) {
+  for (uint32_t i = 1; i < board.nharts; i++) {
+    long err = sbi_hart_start(harts[i].hartid, (uint64_t)secondary_entry, i);
+    if (err)
+      kprintf("hart %u: SBI hart_start failed (%ld)\n", harts[i].hartid, err);
+  }
+  // Wait (bounded) for them to report in; a hart that never does is left out.
+  uint64_t deadline = rdtime() + board.timebase_hz;   // 1 s
+  while (__atomic_load_n(&nharts_online, __ATOMIC_SEQ_CST) < board.nharts && rdtime() < deadline)
+    ;
+}
+
+void kmain(uint64_t hartid, uint64_t dtb) {
+  set_tp(&harts[0]);
+  trap_init_hart();      // before anything can fault
+  char err[128];
+  // Parse first: the device tree sits in RAM that palloc will hand out.
+  if (board_parse((const void *)dtb, &board, err, sizeof err) != 0) {
+    kprintf("coral: cannot use the device tree: %s\n", err);
+    sbi_shutdown(1);
+  }
+  assign_harts(hartid);
+  palloc_init((uint64_t)_kernel_end, board.mem_base + board.mem_size);
+  kmalloc_init();
+  kvm_init(&board);
+  hart_setup();
+  plic_init();
+  uart_init();
+  sched_init();
+  start_secondaries();
+
+  struct palloc_stats ps;
+  palloc_get_stats(&ps);
+  kprintf("\nCoral: %u harts online, %lu MiB memory (%lu MiB free), timer %s, "
+          "%u virtio-mmio slots\n",
+          nharts_online, (unsigned long)(board.mem_size >> 20),
+          (unsigned long)(ps.free_pages * PAGE_SIZE >> 20), timer_uses_sstc() ? "sstc" : "sbi",
+          board.nvirtio);
+  if (board.nharts_found > BOARD_MAX_HARTS)
+    kprintf("coral: the device tree lists %u harts; using %u\n", board.nharts_found, BOARD_MAX_HARTS);
+  if (nharts_online < board.nharts)
+    kprintf("coral: only %u of %u harts came online\n", nharts_online, board.nharts);
+  start_main_job(board.bootargs);
+  sched_loop();
+}

@@ -1,0 +1,10 @@
+// The job the boot hart starts once the machine is up, chosen by bootargs:
+//   test[=NAME]   run the kernel tests (all, or those whose name contains NAME),
+//                 then shut down with the result as the exit status
+//   bench         run the microbenchmarks, then shut down
+//   fault         provoke a kernel fault (tests the fault report)
+//   (otherwise)   the console monitor
+#ifndef MAIN_H
+#define MAIN_H
+void start_main_job(const char *bootargs);
+#endif

@@ -1,0 +1,96 @@
+// The console monitor: a stackful kernel coroutine that reads lines from the UART
+// and shows what the kernel is doing. Until user processes exist (the shell
+// comes with them), this is what `make qemu` boots into.
+#include "hart.h"
+#include "kco.h"
+#include "klib.h"
+#include "kmalloc.h"
+#include "monitor.h"
+#include "palloc.h"
+#include "printf.h"
+#include "sbi.h"
+#include "timer.h"
+#include "uart.h"
+
+#define LINE_MAX 128
+
+static int read_line(char *buf, int max) {
+  int n = 0;
+  for (;;) {
+    int c = console_getc();
+    if (c == '\r' || c == '\n') {
+      kprintf("\n");
+      buf[n] = 0;
+      return n;
+    }
+    if ((c == 0x7f || c == '\b') && n > 0) {
+      n--;
+      kprintf("\b \b");
+    } else if (c >= ' ' && c < 0x7f && n < max - 1) {
+      buf[n++] = (char)c;
+      kprintf("%c", c);
+    }
+  }
+}
+
+void monitor_stats(void) {
+  struct exec_stats es;
+  exec_get_stats(&kexec, &es);
+  kprintf("executor: live %u (ready %u, running %u, blocked %u), slots %u, best prio %u\n",
+          es.live, es.ready, es.running, es.blocked, es.slots, exec_best_prio(&kexec));
+  kprintf("          spawned %lu, exited %lu, dispatched %lu, wakes %lu (remembered %lu, stale %lu)\n",
+          es.spawned, es.exited, es.dispatched, es.wakes, es.wakes_remembered, es.stale_wakes);
+  for (uint32_t i = 0; i < nharts_online; i++) {
+    struct hart *h = &harts[i];
+    kprintf("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu\n",
+            i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi);
+  }
+  struct palloc_stats ps;
+  struct kmalloc_stats ks;
+  palloc_get_stats(&ps);
+  kmalloc_get_stats(&ks);
+  kprintf("memory: pages %lu free of %lu; kmalloc live %lu objects / %lu bytes, slab pages %lu, large pages %lu\n",
+          ps.free_pages, ps.total_pages, ks.live_objects, ks.live_bytes, ks.slab_pages, ks.large_pages);
+  kprintf("uart: %lu bytes received, %lu dropped\n", uart_rx_count(), uart_rx_dropped());
+}
+
+static void help(void) {
+  kprintf("commands:\n"
+          "  stats     scheduler, interrupt, memory and console counters\n"
+          "  check     verify the executor's invariants now\n"
+          "  sleep MS  block this coroutine for MS milliseconds\n"
+          "  poweroff  shut the machine down\n");
+}
+
+static void monitor_main(void *arg) {
+  (void)arg;
+  char line[LINE_MAX], why[128];
+  kprintf("Type 'help' for commands.\n");
+  for (;;) {
+    kprintf("coral> ");
+    if (read_line(line, sizeof line) == 0)
+      continue;
+    if (strcmp(line, "help") == 0)
+      help();
+    else if (strcmp(line, "stats") == 0)
+      monitor_stats();
+    else if (strcmp(line, "check") == 0)
+      kprintf("%s\n", exec_check(&kexec, why, sizeof why) ? why : "executor invariants hold");
+    else if (strncmp(line, "sleep ", 6) == 0) {
+      uint64_t ms = 0;
+      for (const char *p = line + 6; *p >= '0' && *p <= '9'; p++)
+        ms = ms * 10 + (uint64_t)(*p - '0');
+      kco_sleep_ms(ms);
+      kprintf("slept %lu ms\n", ms);
+    } else if (strcmp(line, "poweroff") == 0) {
+      kprintf("bye\n");
+      sbi_shutdown(0);
+    } else
+      kprintf("unknown command '%s' (try 'help')\n", line);
+  }
+}
+
+void monitor_start(void) {
+  if (kco_spawn_stackful(monitor_main, 0, MONITOR_PRIO, 0) < 0)
+    kpanic("monitor: cannot spawn");
+}

@@ -1,0 +1,7 @@
+// Compile-time limits, in one place; also included from assembly.
+#ifndef PARAM_H
+#define PARAM_H
+#define BOARD_MAX_HARTS 8       // harts Coral will bring up (the DTB may list more)
+#define KSTACK_SIZE 16384       // boot/loop stack of each hart
+#define TICK_HZ 100             // periodic timer tick per hart
+#endif

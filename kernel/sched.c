@@ -1,0 +1,142 @@
+// The kernel executor loop and the kernel-coroutine API (kco.h).
+#include "kco.h"
+#include "hart.h"
+#include "kmalloc.h"
+#include "palloc.h"
+#include "printf.h"
+#include "riscv.h"
+#include "sbi.h"
+#include "timer.h"
+
+struct executor kexec;
+static volatile uint64_t idle_harts;     // bit i set: hart index i is about to wfi
+
+void sched_init(void) {
+  if (exec_init(&kexec, NPRIO_DEFAULT, kmalloc, kfree) != 0)
+    kpanic("sched: executor init failed");
+}
+
+// Wake some idle hart (not this one) so it rescans the ready queues.
+// The idle hart publishes its bit and then re-reads the bitmap; we published the
+// ready coroutine and then read the idle mask. Both sides use sequentially
+// consistent accesses, so at least one of them sees the other: no lost kick.
+void sched_kick(void) {
+  uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST);
+  idle &= ~(1ULL << this_hart()->index);
+  if (!idle)
+    return;
+  uint32_t target = exec_ctz64(idle);
+  sbi_send_ipi(1, harts[target].hartid);
+}
+
+static void idle_wait(struct hart *h) {
+  uint64_t bit = 1ULL << h->index;
+  intr_off();
+  __atomic_fetch_or(&idle_harts, bit, __ATOMIC_SEQ_CST);
+  // wfi returns when an interrupt is pending even with SIE clear; it is then
+  // taken as soon as interrupts are on again. Checking with SIE clear closes the
+  // window between "nothing ready" and "sleep".
+  if (__atomic_load_n(&kexec.bitmap, __ATOMIC_SEQ_CST) == 0) {
+    h->idle_wfi++;
+    wfi();
+  }
+  __atomic_fetch_and(&idle_harts, ~bit, __ATOMIC_SEQ_CST);
+  intr_on();
+}
+
+void sched_loop(void) {
+  struct co *prev = 0;
+  int res = 0;
+  intr_on();
+  for (;;) {
+    struct co *c = exec_next(&kexec, prev, res);
+    struct hart *h = this_hart();
+    if (!c) {
+      prev = 0;
+      idle_wait(h);
+      continue;
+    }
+    h->cur = c;
+    h->dispatches++;
+    // Stackful: switch straight onto its stack from here, so the loop is the
+    // CACS call site and only the loop's few live values are spilled.
+    if (c->kind == CO_STACKFUL)
+      res = stackful_resume(c->arg);
+    else
+      res = c->poll(c->arg);
+    this_hart()->cur = 0;
+    prev = c;
+  }
+}
+
+int64_t kco_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
+  int64_t cid = exec_spawn(&kexec, poll, arg, prio, CO_STACKLESS);
+  if (cid > 0)
+    sched_kick();
+  return cid;
+}
+
+// What a stackful kernel coroutine owns: its stackful record and its stack.
+static void release_stackful(struct stackful *sf) {
+  pfree(sf->stack_lo, KCO_STACK_PAGES);
+  kfree(sf);
+}
+
+int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int flags) {
+  struct stackful *sf = kmalloc(sizeof *sf);
+  void *stack = palloc(KCO_STACK_PAGES);
+  if (!sf || !stack) {
+    kfree(sf);
+    if (stack)
+      pfree(stack, KCO_STACK_PAGES);
+    return EXEC_ENOMEM;
+  }
+  stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, fn, arg, flags & KCO_FULLSAVE,
+                release_stackful);
+  int64_t cid = exec_spawn(&kexec, stackful_poll, sf, prio, CO_STACKFUL);
+  if (cid < 0) {
+    release_stackful(sf);
+    return cid;
+  }
+  sched_kick();
+  return cid;
+}
+
+cid_t kco_current(void) {
+  struct co *c = this_hart()->cur;
+  return c ? co_cid(c) : CID_NONE;
+}
+
+int kco_wake(cid_t cid) {
+  int r = exec_wake(&kexec, cid);
+  if (r == 1)
+    sched_kick();
+  return r;
+}
+
+int kco_reprio(cid_t cid, uint32_t prio) { return exec_reprio(&kexec, cid, prio); }
+
+struct stackful *stackful_self(void) {
+  struct co *c = this_hart()->cur;
+  if (!c || c->kind != CO_STACKFUL)
+    kpanic("stackful_self: not in a stackful coroutine");
+  return c->arg;
+}
+
+void stackful_overflow(struct stackful *sf) {
+  kpanic("stack overflow in stackful coroutine %p (stack %p)", (void *)sf, (void *)sf->stack_lo);
+}
+
+void kco_yield(void) { stackful_suspend(CO_YIELD); }
+void kco_block(void) { stackful_suspend(CO_PENDING); }
+
+void kco_sleep_until(uint64_t deadline) {
+  while (rdtime() < deadline) {
+    timer_add(deadline, kco_current());
+    kco_block();
+  }
+}
+
+void kco_sleep_ms(uint64_t ms) {
+  kco_sleep_until(rdtime() + ms * board.timebase_hz / 1000);
+}

@@ -1,0 +1,110 @@
+// Per-hart timers: a min-heap of (deadline, cid) plus the periodic tick.
+// The hardware compare register is programmed with the earlier of the two.
+// With Sstc the kernel writes stimecmp itself; without it, every reprogramming
+// is an SBI call into M-mode.
+#include "timer.h"
+#include "hart.h"
+#include "kco.h"
+#include "kmalloc.h"
+#include "riscv.h"
+#include "sbi.h"
+
+static int use_sstc;
+
+int timer_uses_sstc(void) { return use_sstc; }
+
+static void program(uint64_t when) {
+  if (use_sstc)
+    __asm__ volatile("csrw 0x14d, %0" :: "r"(when));   // stimecmp
+  else
+    sbi_set_timer(when);
+}
+
+static uint64_t tick_interval(void) { return board.timebase_hz / TICK_HZ; }
+
+static void reprogram(struct hart *h) {
+  uint64_t next = h->next_tick;
+  if (h->ntimers && h->timers[0].when < next)
+    next = h->timers[0].when;
+  program(next);
+}
+
+void timer_init_hart(void) {
+  struct hart *h = this_hart();
+  use_sstc = board.has_sstc;
+  spin_init(&h->timer_lock, "timer");
+  h->next_tick = rdtime() + tick_interval();
+  reprogram(h);
+  csr_set(sie, SIE_STIE);
+}
+
+static void heap_swap(struct timer_entry *a, struct timer_entry *b) {
+  struct timer_entry t = *a;
+  *a = *b;
+  *b = t;
+}
+
+static void sift_up(struct timer_entry *t, uint32_t i) {
+  while (i > 0 && t[(i - 1) / 2].when > t[i].when) {
+    heap_swap(&t[(i - 1) / 2], &t[i]);
+    i = (i - 1) / 2;
+  }
+}
+
+static void sift_down(struct timer_entry *t, uint32_t n, uint32_t i) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && t[l].when < t[m].when)
+      m = l;
+    if (r < n && t[r].when < t[m].when)
+      m = r;
+    if (m == i)
+      return;
+    heap_swap(&t[m], &t[i]);
+    i = m;
+  }
+}
+
+int timer_add(uint64_t when, cid_t cid) {
+  struct hart *h = this_hart();
+  spin_lock(&h->timer_lock);
+  if (h->ntimers == h->timer_cap) {
+    uint32_t cap = h->timer_cap ? h->timer_cap * 2 : 16;
+    struct timer_entry *t = kmalloc(cap * sizeof(*t));
+    if (!t) {
+      spin_unlock(&h->timer_lock);
+      return -1;
+    }
+    for (uint32_t i = 0; i < h->ntimers; i++)
+      t[i] = h->timers[i];
+    kfree(h->timers);
+    h->timers = t;
+    h->timer_cap = cap;
+  }
+  h->timers[h->ntimers] = (struct timer_entry){ when, cid };
+  sift_up(h->timers, h->ntimers++);
+  reprogram(h);
+  spin_unlock(&h->timer_lock);
+  return 0;
+}
+
+void timer_interrupt(void) {
+  struct hart *h = this_hart();
+  uint64_t now = rdtime();
+  h->irq_timer++;
+  spin_lock(&h->timer_lock);
+  while (h->ntimers && h->timers[0].when <= now) {
+    cid_t cid = h->timers[0].cid;
+    h->timers[0] = h->timers[--h->ntimers];
+    sift_down(h->timers, h->ntimers, 0);
+    kco_wake(cid);
+  }
+  if (now >= h->next_tick) {
+    h->ticks++;
+    // Skip ticks missed while interrupts were off rather than replaying them.
+    while (h->next_tick <= now)
+      h->next_tick += tick_interval();
+  }
+  reprogram(h);
+  spin_unlock(&h->timer_lock);
+}

@@ -1,0 +1,18 @@
+// Timers: the per-hart periodic tick and one-shot coroutine wakeups.
+// Time is in timebase ticks (rdtime); board.timebase_hz converts.
+#ifndef TIMER_H
+#define TIMER_H
+#include <stdint.h>
+#include "executor.h"
+
+struct timer_entry { uint64_t when; cid_t cid; };
+
+void timer_init_hart(void);          // program the first event on this hart
+void timer_interrupt(void);          // from the trap handler
+// Wake cid at or after `when`. The entry lives on the calling hart's heap and
+// cannot be cancelled: a wake of an exited coroutine is rejected by its stale cid,
+// and a live coroutine must tolerate a spurious wake. Returns 0, or -1 if no memory.
+int timer_add(uint64_t when, cid_t cid);
+int timer_uses_sstc(void);
+
+#endif

@@ -1,0 +1,82 @@
+// 16550A UART driver (register map from the 16550 data sheet). Base address and
+// interrupt number come from the device tree.
+#include "uart.h"
+#include "hart.h"
+#include "kco.h"
+#include "plic.h"
+#include "printf.h"
+#include "vm.h"
+#include "waitq.h"
+
+#define RHR 0   // receive holding (read)
+#define THR 0   // transmit holding (write)
+#define IER 1   // interrupt enable
+#define FCR 2   // FIFO control (write)
+#define LCR 3   // line control
+#define LSR 5   // line status
+#define IER_RX 0x01
+#define FCR_ENABLE_CLEAR 0x07
+#define LCR_8N1 0x03
+#define LSR_DATA_READY 0x01
+#define LSR_THR_EMPTY 0x20
+
+#define RX_RING 256
+
+static volatile uint8_t *regs;
+static struct spinlock rx_lock = SPINLOCK_INIT("uart-rx");
+static uint8_t rx_buf[RX_RING];
+static uint32_t rx_head, rx_tail;       // head: next to read; tail: next to fill
+static uint64_t rx_count, rx_dropped;
+static struct waitq rx_wait;
+
+void uart_putc(int c) {
+  while (!(regs[LSR] & LSR_THR_EMPTY))
+    ;
+  regs[THR] = (uint8_t)c;
+}
+
+void uart_init(void) {
+  regs = (volatile uint8_t *)mmio(board.uart.base);
+  waitq_init(&rx_wait, "console");
+  regs[IER] = 0;
+  regs[LCR] = LCR_8N1;
+  regs[FCR] = FCR_ENABLE_CLEAR;
+  regs[IER] = IER_RX;
+  plic_enable(board.uart.irq, 0);      // console interrupts go to the boot hart
+  console_set_output(uart_putc);
+}
+
+void uart_interrupt(void) {
+  int got = 0;
+  spin_lock(&rx_lock);
+  while (regs[LSR] & LSR_DATA_READY) {
+    uint8_t c = regs[RHR];
+    rx_count++;
+    if (rx_tail - rx_head < RX_RING)
+      rx_buf[rx_tail++ % RX_RING] = c;
+    else
+      rx_dropped++;
+    got = 1;
+  }
+  spin_unlock(&rx_lock);
+  if (got)
+    waitq_wake_all(&rx_wait);
+}
+
+static int rx_pop(int *c) {
+  spin_lock(&rx_lock);
+  int ok = rx_head != rx_tail;
+  if (ok)
+    *c = rx_buf[rx_head++ % RX_RING];
+  spin_unlock(&rx_lock);
+  return ok;
+}
+
+int console_getc(void) {
+  int c = 0;
+  KCO_WAIT_UNTIL(&rx_wait, rx_pop(&c));
+  return c;
+}
+
+uint64_t uart_rx_count(void) { return rx_count; }
+uint64_t uart_rx_dropped(void) { return rx_dropped; }

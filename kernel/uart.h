@@ -1,0 +1,14 @@
+// The 16550 UART console. Output is synchronous (kprintf must work anywhere);
+// input is interrupt-driven: the interrupt handler moves received bytes into a
+// ring and wakes the coroutines waiting for console input.
+#ifndef UART_H
+#define UART_H
+#include <stdint.h>
+void uart_init(void);            // after kvm_enable_hart: registers are mapped
+void uart_putc(int c);
+void uart_interrupt(void);
+// Blocking read of one byte (stackful coroutines only).
+int console_getc(void);
+uint64_t uart_rx_count(void);    // bytes received, for `stats`
+uint64_t uart_rx_dropped(void);  // bytes lost because the ring was full
+#endif

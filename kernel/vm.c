@@ -1,0 +1,96 @@
+// The kernel's Sv39 page table (see vm.h for the layout). Large ranges use 2 MiB
+// megapages where alignment allows; the kernel image uses 4 KiB pages so that its
+// text, rodata and data get exact permissions.
+#include "vm.h"
+#include "klib.h"
+#include "palloc.h"
+#include "printf.h"
+#include "riscv.h"
+
+#define LEVELS 3
+#define MEGA (2UL << 20)
+#define VPN(va, level) (((va) >> (12 + 9 * (level))) & 0x1ff)
+#define PTE2PA(pte) (((pte) >> 10) << 12)
+#define PA2PTE(pa) (((pa) >> 12) << 10)
+#define SATP_SV39 (8UL << 60)
+
+extern char _kernel_start[], _etext[], _erodata[];
+
+static pte_t *kroot;
+
+// Find (creating if asked) the PTE for va at `level` (0 = 4 KiB leaf, 1 = 2 MiB).
+static pte_t *walk(pte_t *root, uint64_t va, int level, int create) {
+  pte_t *table = root;
+  for (int l = LEVELS - 1; l > level; l--) {
+    pte_t *pte = &table[VPN(va, l)];
+    if (*pte & PTE_V) {
+      if (*pte & (PTE_R | PTE_W | PTE_X))
+        kpanic("vm: %p already covered by a larger page", (void *)va);
+      table = (pte_t *)PTE2PA(*pte);
+    } else {
+      if (!create)
+        return 0;
+      pte_t *next = palloc_zero(1);
+      if (!next)
+        kpanic("vm: out of memory for page tables");
+      *pte = PA2PTE((uint64_t)next) | PTE_V;
+      table = next;
+    }
+  }
+  return &table[VPN(va, level)];
+}
+
+static void map_range(pte_t *root, uint64_t va, uint64_t pa, uint64_t size, uint64_t perm) {
+  uint64_t end = va + size;
+  while (va < end) {
+    int mega = (va % MEGA) == 0 && (pa % MEGA) == 0 && end - va >= MEGA;
+    pte_t *pte = walk(root, va, mega ? 1 : 0, 1);
+    if (*pte & PTE_V)
+      kpanic("vm: remap of %p", (void *)va);
+    // A and D preset: the kernel never relies on the hardware setting them.
+    *pte = PA2PTE(pa) | perm | PTE_V | PTE_A | PTE_D | PTE_G;
+    va += mega ? MEGA : PAGE_SIZE;
+    pa += mega ? MEGA : PAGE_SIZE;
+  }
+}
+
+static void map_device(pte_t *root, const struct mmio_dev *d) {
+  if (!d->size)
+    return;
+  uint64_t base = ALIGN_DOWN(d->base, PAGE_SIZE);
+  uint64_t size = ALIGN_UP(d->base + d->size, PAGE_SIZE) - base;
+  map_range(root, KMMIO_BASE + base, base, size, PTE_R | PTE_W);
+}
+
+void kvm_init(const struct board *b) {
+  kroot = palloc_zero(1);
+  uint64_t text = (uint64_t)_kernel_start, etext = (uint64_t)_etext, erodata = (uint64_t)_erodata;
+  uint64_t ram_end = b->mem_base + b->mem_size;
+  map_range(kroot, text, text, etext - text, PTE_R | PTE_X);
+  map_range(kroot, etext, etext, erodata - etext, PTE_R);
+  map_range(kroot, erodata, erodata, ram_end - erodata, PTE_R | PTE_W);
+  // RAM below the kernel belongs to OpenSBI (and PMP-protected): leave it unmapped.
+  map_device(kroot, &b->uart);
+  map_device(kroot, &b->plic);
+  for (uint32_t i = 0; i < b->nvirtio; i++)
+    map_device(kroot, &b->virtio[i]);
+}
+
+void kvm_enable_hart(void) {
+  sfence_vma();
+  csr_write(satp, SATP_SV39 | ((uint64_t)kroot >> 12));
+  sfence_vma();
+}
+
+pte_t kvm_lookup(uint64_t va) {
+  pte_t *table = kroot;
+  for (int l = LEVELS - 1; l >= 0; l--) {
+    pte_t pte = table[VPN(va, l)];
+    if (!(pte & PTE_V))
+      return 0;
+    if (pte & (PTE_R | PTE_W | PTE_X))
+      return pte;
+    table = (pte_t *)PTE2PA(pte);
+  }
+  return 0;
+}

@@ -1,0 +1,32 @@
+// Sv39 kernel address space.
+//   - RAM is identity-mapped (virtual = physical): text read+exec, rodata read,
+//     everything else read+write.
+//   - Device registers are mapped at KMMIO_BASE + physical address, in the upper
+//     half, so that the lower half stays free for user processes later.
+#ifndef VM_H
+#define VM_H
+#include <stdint.h>
+#include "board.h"
+
+#define KMMIO_BASE 0xffffffc000000000UL
+
+typedef uint64_t pte_t;
+#define PTE_V (1UL << 0)
+#define PTE_R (1UL << 1)
+#define PTE_W (1UL << 2)
+#define PTE_X (1UL << 3)
+#define PTE_U (1UL << 4)
+#define PTE_G (1UL << 5)
+#define PTE_A (1UL << 6)
+#define PTE_D (1UL << 7)
+
+// Build the kernel page table from the board description (boot hart, paging off).
+void kvm_init(const struct board *b);
+// Turn paging on for the calling hart.
+void kvm_enable_hart(void);
+// The kernel virtual address of a device register block.
+static inline volatile void *mmio(uint64_t pa) { return (volatile void *)(KMMIO_BASE + pa); }
+// Walk the kernel page table (tests and fault reports). Returns the leaf PTE or 0.
+pte_t kvm_lookup(uint64_t va);
+
+#endif

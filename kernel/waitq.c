@@ -1,0 +1,65 @@
+// Wait queues (see waitq.h). A waiter is owned by the waiting coroutine (on its
+// stack or in its state); the queue only links it. Wakers unlink before waking,
+// so a woken coroutine may reuse its waiter at once.
+#include "waitq.h"
+#include "kco.h"
+
+void waitq_init(struct waitq *q, const char *name) {
+  spin_init(&q->lock, name);
+  q->head = q->tail = 0;
+}
+
+void waitq_add(struct waitq *q, struct waiter *w, cid_t cid) {
+  spin_lock(&q->lock);
+  if (!w->linked) {
+    w->cid = cid;
+    w->next = 0;
+    w->prev = q->tail;
+    if (q->tail)
+      q->tail->next = w;
+    else
+      q->head = w;
+    q->tail = w;
+    w->linked = 1;
+  }
+  spin_unlock(&q->lock);
+}
+
+static void unlink(struct waitq *q, struct waiter *w) {
+  if (w->prev)
+    w->prev->next = w->next;
+  else
+    q->head = w->next;
+  if (w->next)
+    w->next->prev = w->prev;
+  else
+    q->tail = w->prev;
+  w->next = w->prev = 0;
+  w->linked = 0;
+}
+
+void waitq_remove(struct waitq *q, struct waiter *w) {
+  spin_lock(&q->lock);
+  if (w->linked)
+    unlink(q, w);
+  spin_unlock(&q->lock);
+}
+
+int waitq_wake_one(struct waitq *q) {
+  spin_lock(&q->lock);
+  struct waiter *w = q->head;
+  if (w) {
+    cid_t cid = w->cid;
+    unlink(q, w);        // after this the waiter belongs to its coroutine again
+    kco_wake(cid);
+  }
+  spin_unlock(&q->lock);
+  return w != 0;
+}
+
+int waitq_wake_all(struct waitq *q) {
+  int n = 0;
+  while (waitq_wake_one(q))
+    n++;
+  return n;
+}

@@ -1,0 +1,41 @@
+// Wait queues: a list of coroutines (by cid) waiting for an event.
+//
+// To wait without losing a wakeup, register first, then test the condition, then
+// block; KCO_WAIT_UNTIL does this for stackful coroutines. A stackless coroutine
+// does the same with waitq_add + return CO_PENDING, and removes its waiter when it
+// finds the condition true. Wakeups may be spurious: always re-test.
+#ifndef WAITQ_H
+#define WAITQ_H
+#include "executor.h"
+#include "spinlock.h"
+
+struct waiter {
+  struct waiter *next, *prev;
+  cid_t cid;
+  int linked;
+};
+
+struct waitq {
+  struct spinlock lock;
+  struct waiter *head, *tail;
+};
+
+void waitq_init(struct waitq *q, const char *name);
+void waitq_add(struct waitq *q, struct waiter *w, cid_t cid);   // no-op if already linked
+void waitq_remove(struct waitq *q, struct waiter *w);           // no-op if not linked
+int waitq_wake_one(struct waitq *q);                            // returns 1 if one was woken
+int waitq_wake_all(struct waitq *q);                            // returns how many
+
+#define KCO_WAIT_UNTIL(q, cond)                     \
+  do {                                              \
+    struct waiter w_ = { 0 };                       \
+    for (;;) {                                      \
+      waitq_add((q), &w_, kco_current());           \
+      if (cond)                                     \
+        break;                                      \
+      kco_block();                                  \
+    }                                               \
+    waitq_remove((q), &w_);                         \
+  } while (0)
+
+#endif

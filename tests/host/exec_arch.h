@@ -1,0 +1,17 @@
+// Host flavour of the executor's lock: a test-and-set spinlock on GCC atomics.
+// (The kernel's kernel/exec_arch.h also masks interrupts; user code's will mask
+// user interrupts.)
+#ifndef EXEC_ARCH_H
+#define EXEC_ARCH_H
+#include <sched.h>
+typedef int exec_irqstate_t;
+static inline exec_irqstate_t exec_lock_acquire(volatile uint32_t *l) {
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+    sched_yield();
+  return 0;
+}
+static inline void exec_lock_release(volatile uint32_t *l, exec_irqstate_t s) {
+  (void)s;
+  __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+#endif

@@ -1,0 +1,310 @@
+// Host unit tests of the COPS executor (vdso/executor.c), under ASan + UBSan.
+#include "check.h"
+#include "executor.h"
+#include <pthread.h>
+#include <stdint.h>
+
+static char why[160];
+
+// A coroutine body that records the order in which coroutines run.
+struct rec { int id; int *log; int *n; int result; };
+static int rec_poll(void *arg) {
+  struct rec *r = arg;
+  r->log[(*r->n)++] = r->id;
+  return r->result;
+}
+
+// Drive the executor single-threaded until nothing is ready.
+static int drain(struct executor *ex, int limit) {
+  struct co *prev = 0;
+  int res = 0, n = 0;
+  struct co *c;
+  while ((c = exec_next(ex, prev, res)) && n < limit) {
+    res = c->poll(c->arg);
+    prev = c;
+    n++;
+  }
+  if (c) {   // stopped by the limit: settle the one we took as if it yielded
+    exec_next(ex, c, CO_YIELD);
+  }
+  return n;
+}
+
+static void test_init_rejects_bad_args(void) {
+  struct executor ex;
+  CHECK_EQ(exec_init(&ex, 0, malloc, free), EXEC_EINVAL);
+  CHECK_EQ(exec_init(&ex, NPRIO_MAX + 1, malloc, free), EXEC_EINVAL);
+  CHECK_EQ(exec_init(&ex, NPRIO_MAX, malloc, free), 0);
+  CHECK_EQ(exec_spawn(&ex, rec_poll, 0, NPRIO_MAX, CO_STACKLESS), EXEC_EINVAL);
+  CHECK_EQ(exec_spawn(&ex, 0, 0, 0, CO_STACKLESS), EXEC_EINVAL);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);
+  exec_destroy(&ex);
+}
+
+static void test_priority_order_and_fifo(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[64], n = 0;
+  struct rec r[24];
+  // Spawn in the worst order: low priorities first, three per priority.
+  for (int i = 0; i < 24; i++) {
+    int prio = 7 - i / 3;
+    r[i] = (struct rec){ .id = prio * 10 + i % 3, .log = log, .n = &n, .result = CO_DONE };
+    CHECK(exec_spawn(&ex, rec_poll, &r[i], (uint32_t)prio, CO_STACKLESS) > 0);
+  }
+  CHECK_EQ(exec_best_prio(&ex), 0);
+  CHECK_EQ(drain(&ex, 100), 24);
+  for (int i = 0; i < 24; i++)
+    CHECK_EQ(log[i], (i / 3) * 10 + i % 3);   // priority 0 first, FIFO inside
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.st.live, 0);
+  exec_destroy(&ex);
+}
+
+static void test_yield_goes_to_tail(void) {
+  struct executor ex;
+  exec_init(&ex, 4, malloc, free);
+  int log[16], n = 0;
+  struct rec a = { 1, log, &n, CO_YIELD }, b = { 2, log, &n, CO_YIELD };
+  exec_spawn(&ex, rec_poll, &a, 2, CO_STACKLESS);
+  exec_spawn(&ex, rec_poll, &b, 2, CO_STACKLESS);
+  drain(&ex, 6);
+  int want[6] = { 1, 2, 1, 2, 1, 2 };
+  for (int i = 0; i < 6; i++)
+    CHECK_EQ(log[i], want[i]);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  a.result = b.result = CO_DONE;
+  drain(&ex, 6);
+  exec_destroy(&ex);
+}
+
+// A coroutine that wakes itself before returning PENDING must run again:
+// the wake came before the block and must not be lost.
+struct selfwake { struct executor *ex; cid_t cid; int runs; };
+static int selfwake_poll(void *arg) {
+  struct selfwake *s = arg;
+  if (++s->runs == 1) {
+    CHECK_EQ(exec_wake(s->ex, s->cid), 0);   // remembered, not queued
+    return CO_PENDING;
+  }
+  return CO_DONE;
+}
+
+static void test_wake_before_block(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  struct selfwake s = { &ex, 0, 0 };
+  s.cid = (cid_t)exec_spawn(&ex, selfwake_poll, &s, 3, CO_STACKLESS);
+  drain(&ex, 10);
+  CHECK_EQ(s.runs, 2);
+  CHECK_EQ(ex.st.live, 0);
+  CHECK_EQ(ex.st.wakes_remembered, 1);
+  exec_destroy(&ex);
+}
+
+static void test_block_and_wake(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[8], n = 0;
+  struct rec r = { 7, log, &n, CO_PENDING };
+  cid_t cid = (cid_t)exec_spawn(&ex, rec_poll, &r, 5, CO_STACKLESS);
+  CHECK_EQ(drain(&ex, 10), 1);
+  CHECK_EQ(ex.st.blocked, 1);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);
+  CHECK_EQ(exec_wake(&ex, cid), 1);
+  CHECK_EQ(exec_wake(&ex, cid), 0);        // already ready: absorbed
+  CHECK_EQ(exec_best_prio(&ex), 5);
+  r.result = CO_DONE;
+  CHECK_EQ(drain(&ex, 10), 1);             // ran once, not twice
+  CHECK_EQ(n, 2);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_destroy(&ex);
+}
+
+static void test_stale_and_bad_cids(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[8], n = 0;
+  struct rec r = { 1, log, &n, CO_DONE };
+  cid_t old = (cid_t)exec_spawn(&ex, rec_poll, &r, 0, CO_STACKLESS);
+  drain(&ex, 10);
+  CHECK_EQ(exec_wake(&ex, old), EXEC_ESTALE);
+  CHECK_EQ(exec_reprio(&ex, old, 1), EXEC_ESTALE);
+  r.result = CO_PENDING;
+  cid_t fresh = (cid_t)exec_spawn(&ex, rec_poll, &r, 0, CO_STACKLESS);
+  CHECK_EQ((uint32_t)fresh, (uint32_t)old);   // the slot is reused ...
+  CHECK(fresh != old);                         // ... under a new generation
+  drain(&ex, 10);
+  CHECK_EQ(exec_wake(&ex, old), EXEC_ESTALE);
+  CHECK_EQ(exec_wake(&ex, CID_NONE), EXEC_ESTALE);
+  CHECK_EQ(exec_wake(&ex, (cid_t)1 << 32 | 0xffffffffu), EXEC_ESTALE);
+  CHECK_EQ(exec_wake(&ex, ~(cid_t)0), EXEC_ESTALE);
+  CHECK(exec_lookup(&ex, old) == 0);
+  CHECK(exec_lookup(&ex, fresh) != 0);
+  CHECK_EQ(exec_wake(&ex, fresh), 1);
+  CHECK(ex.st.stale_wakes >= 4);
+  r.result = CO_DONE;
+  drain(&ex, 10);
+  exec_destroy(&ex);
+}
+
+static void test_reprio(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[8], n = 0;
+  struct rec a = { 1, log, &n, CO_DONE }, b = { 2, log, &n, CO_DONE };
+  exec_spawn(&ex, rec_poll, &a, 1, CO_STACKLESS);
+  cid_t cb = (cid_t)exec_spawn(&ex, rec_poll, &b, 6, CO_STACKLESS);
+  CHECK_EQ(exec_reprio(&ex, cb, 0), 0);
+  CHECK_EQ(exec_reprio(&ex, cb, 8), EXEC_EINVAL);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.bitmap, 0x3);
+  drain(&ex, 10);
+  CHECK_EQ(log[0], 2);
+  CHECK_EQ(log[1], 1);
+  exec_destroy(&ex);
+}
+
+static void test_ten_thousand_alive(void) {
+  enum { N = 10000 };
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  static int log[2 * N];
+  int n = 0;
+  static struct rec r[N];
+  static cid_t cid[N];
+  for (int i = 0; i < N; i++) {
+    r[i] = (struct rec){ i, log, &n, CO_PENDING };
+    int64_t c = exec_spawn(&ex, rec_poll, &r[i], (uint32_t)(i % 8), CO_STACKLESS);
+    CHECK(c > 0);
+    cid[i] = (cid_t)c;
+  }
+  CHECK_EQ(drain(&ex, 2 * N), N);
+  CHECK_EQ(ex.st.live, N);
+  CHECK_EQ(ex.st.blocked, N);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  for (int i = N - 1; i >= 0; i--) {
+    r[i].result = CO_DONE;
+    CHECK_EQ(exec_wake(&ex, cid[i]), 1);
+  }
+  CHECK_EQ(drain(&ex, 2 * N), N);
+  CHECK_EQ(ex.st.live, 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_destroy(&ex);
+}
+
+static void test_ctz_soft(void) {
+  for (int i = 0; i < 64; i++) {
+    CHECK_EQ(exec_ctz64_soft(1ULL << i), i);
+    CHECK_EQ(exec_ctz64_soft(~0ULL << i), i);
+  }
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < 100000; i++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    if (x)
+      CHECK_EQ(exec_ctz64_soft(x), __builtin_ctzll(x));
+  }
+}
+
+// ---- multi-threaded stress: several "harts" run the loop at once ----
+enum { S_THREADS = 4, S_COS = 200, S_STEPS = 400 };
+struct stress {
+  struct executor *ex;
+  cid_t cid[S_COS];
+  int steps[S_COS];
+  uint64_t seed[S_COS];
+  volatile int done;
+};
+static struct stress st_g;
+struct stress_arg { int i; };
+static struct stress_arg st_args[S_COS];
+
+static uint64_t rnd(uint64_t *s) { *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17; return *s; }
+
+static int stress_poll(void *arg) {
+  int i = ((struct stress_arg *)arg)->i;
+  if (++st_g.steps[i] >= S_STEPS)
+    return CO_DONE;
+  uint64_t r = rnd(&st_g.seed[i]);
+  int other = (int)(r % S_COS);
+  exec_wake(st_g.ex, st_g.cid[other]);        // may be stale, blocked, ready or running
+  if (r & 0x100)
+    exec_reprio(st_g.ex, st_g.cid[other], (uint32_t)((r >> 12) % 8));
+  if (r & 0x200)
+    exec_wake(st_g.ex, st_g.cid[i]);          // wake-before-block on itself
+  return (r & 0x400) ? CO_YIELD : CO_PENDING;
+}
+
+static void *stress_worker(void *arg) {
+  (void)arg;
+  struct co *prev = 0;
+  int res = 0;
+  while (!st_g.done) {
+    struct co *c = exec_next(st_g.ex, prev, res);
+    prev = c;
+    if (c)
+      res = c->poll(c->arg);
+    else
+      sched_yield();
+  }
+  if (prev)
+    exec_next(st_g.ex, prev, res);   // settle the last one
+  return 0;
+}
+
+static void test_threaded_stress_invariants(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  st_g.ex = &ex;
+  st_g.done = 0;
+  for (int i = 0; i < S_COS; i++) {
+    st_g.steps[i] = 0;
+    st_g.seed[i] = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+    st_args[i].i = i;
+    st_g.cid[i] = 0;
+  }
+  // Publish cids before anything runs: spawn under no contention, then start threads.
+  for (int i = 0; i < S_COS; i++)
+    st_g.cid[i] = (cid_t)exec_spawn(&ex, stress_poll, &st_args[i], (uint32_t)(i % 8), CO_STACKLESS);
+  pthread_t t[S_THREADS];
+  for (int i = 0; i < S_THREADS; i++)
+    pthread_create(&t[i], 0, stress_worker, 0);
+  int bad = 0;
+  for (int round = 0; round < 20000; round++) {
+    if (exec_check(&ex, why, sizeof why) != 0) { bad = 1; break; }
+    struct exec_stats s;
+    exec_get_stats(&ex, &s);
+    if (s.live == 0)
+      break;
+    // Blocked coroutines with nobody left to wake them: wake them all.
+    if (s.ready == 0 && s.running == 0)
+      for (int i = 0; i < S_COS; i++)
+        exec_wake(&ex, st_g.cid[i]);
+    sched_yield();
+  }
+  st_g.done = 1;
+  for (int i = 0; i < S_THREADS; i++)
+    pthread_join(t[i], 0);
+  if (bad)
+    printf("  invariant: %s\n", why);
+  CHECK(!bad);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.st.live, 0);
+  CHECK_EQ(ex.st.exited, S_COS);
+  for (int i = 0; i < S_COS; i++)
+    CHECK_EQ(st_g.steps[i], S_STEPS);
+  exec_destroy(&ex);
+}
+
+CHECK_MAIN_BEGIN("test_executor")
+  RUN_TEST(test_init_rejects_bad_args);
+  RUN_TEST(test_priority_order_and_fifo);
+  RUN_TEST(test_yield_goes_to_tail);
+  RUN_TEST(test_wake_before_block);
+  RUN_TEST(test_block_and_wake);
+  RUN_TEST(test_stale_and_bad_cids);
+  RUN_TEST(test_reprio);
+  RUN_TEST(test_ten_thousand_alive);
+  RUN_TEST(test_ctz_soft);
+  RUN_TEST(test_threaded_stress_invariants);
+CHECK_MAIN_END

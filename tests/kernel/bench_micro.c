@@ -1,0 +1,238 @@
+// Microbenchmarks of the executor and the coroutine switches (see bench.h).
+//
+// Counting method: read instret before and after a loop of N operations and
+// divide; the loop's own bookkeeping (an increment and a branch) is included,
+// which is what a real caller pays too. Single measurements (wake) subtract the
+// cost of reading instret twice, measured the same way.
+#include "bench.h"
+#include "hart.h"
+#include "kco.h"
+#include "kmalloc.h"
+#include "palloc.h"
+#include "printf.h"
+#include "riscv.h"
+#include "sbi.h"
+#include "stackful.h"
+
+#define N_OPS 10000
+#define N_IDLE_STACKLESS 10000
+#define N_IDLE_STACKFUL 64
+
+static void report(const char *name, uint64_t total, uint64_t n, const char *unit) {
+  // value with one decimal, from integers
+  uint64_t tenths = (total * 10 + n / 2) / n;
+  kprintf("BENCH name=%s value=%lu.%lu unit=%s\n", name, tenths / 10, tenths % 10, unit);
+}
+
+static int poll_yield(void *arg) { (void)arg; return CO_YIELD; }
+static int poll_block(void *arg) { (void)arg; return CO_PENDING; }
+static int poll_exit(void *arg) { (void)arg; return CO_DONE; }
+
+// Run a private executor until nothing is ready (settling everything).
+static void drain(struct executor *ex) {
+  struct co *prev = 0, *c;
+  int res = 0;
+  while ((c = exec_next(ex, prev, res)) != 0) {
+    res = c->poll(c->arg);
+    prev = c;
+  }
+}
+
+static void bench_spawn(void) {
+  struct executor ex;
+  exec_init(&ex, NPRIO_DEFAULT, kmalloc, kfree);
+  // Grow the slot table first, so the loop measures spawn, not table growth.
+  for (int i = 0; i < N_OPS; i++)
+    exec_spawn(&ex, poll_exit, 0, 0, CO_STACKLESS);
+  drain(&ex);
+  uint64_t t0 = rdinstret();
+  for (int i = 0; i < N_OPS; i++)
+    exec_spawn(&ex, poll_exit, 0, (uint32_t)i & 7, CO_STACKLESS);
+  uint64_t t1 = rdinstret();
+  report("spawn_stackless", t1 - t0, N_OPS, "instructions");
+  drain(&ex);
+  exec_destroy(&ex);
+}
+
+// One dispatch = what the executor loop does per coroutine: settle the previous
+// one and fetch the best (exec_next), then call its poll.
+static void bench_dispatch(void) {
+  struct executor ex;
+  exec_init(&ex, NPRIO_DEFAULT, kmalloc, kfree);
+  exec_spawn(&ex, poll_yield, 0, 3, CO_STACKLESS);
+  struct co *prev = 0, *c;
+  int res = 0;
+  uint64_t t0 = rdinstret();
+  for (int i = 0; i < N_OPS; i++) {
+    c = exec_next(&ex, prev, res);
+    res = c->poll(c->arg);
+    prev = c;
+  }
+  uint64_t t1 = rdinstret();
+  report("dispatch_stackless", t1 - t0, N_OPS, "instructions");
+  exec_next(&ex, prev, CO_DONE);
+  exec_destroy(&ex);
+}
+
+static uint64_t instret_overhead(void) {
+  uint64_t best = ~0ULL;
+  for (int i = 0; i < 16; i++) {
+    uint64_t t0 = rdinstret();
+    uint64_t t1 = rdinstret();
+    if (t1 - t0 < best)
+      best = t1 - t0;
+  }
+  return best;
+}
+
+static void bench_wake(void) {
+  struct executor ex;
+  exec_init(&ex, NPRIO_DEFAULT, kmalloc, kfree);
+  cid_t cid = (cid_t)exec_spawn(&ex, poll_block, 0, 3, CO_STACKLESS);
+  drain(&ex);                        // now blocked
+  uint64_t over = instret_overhead(), sum = 0;
+  for (int i = 0; i < N_OPS; i++) {
+    uint64_t t0 = rdinstret();
+    exec_wake(&ex, cid);
+    uint64_t t1 = rdinstret();
+    sum += t1 - t0 - over;
+    drain(&ex);                      // it runs and blocks again
+  }
+  report("wake_blocked", sum, N_OPS, "instructions");
+  struct co *c = exec_lookup(&ex, cid);
+  c->poll = poll_exit;
+  exec_wake(&ex, cid);
+  drain(&ex);
+  exec_destroy(&ex);
+}
+
+// ---- stackful switches ----
+static struct stackful *bench_sf;
+static volatile int bench_stop;
+
+static void yielder(void *arg) {
+  (void)arg;
+  while (!bench_stop)
+    stackful_suspend_to(bench_sf, CO_YIELD);
+}
+
+static void bench_switch_pair(int full_save, const char *name) {
+  struct stackful *sf = kmalloc(sizeof *sf);
+  void *stack = palloc(KCO_STACK_PAGES);
+  stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, yielder, 0, full_save, 0);
+  bench_sf = sf;
+  bench_stop = 0;
+  stackful_resume(sf);               // first entry: runs up to the first yield
+  uint64_t t0 = rdinstret();
+  for (int i = 0; i < N_OPS; i++)
+    stackful_resume(sf);             // resume -> it yields back: one pair
+  uint64_t t1 = rdinstret();
+  report(name, t1 - t0, N_OPS, "instructions");
+  bench_stop = 1;
+  stackful_resume(sf);               // let it finish
+  pfree(stack, KCO_STACK_PAGES);
+  kfree(sf);
+}
+
+// The same pair, driven by the executor: exec_next + resume per round.
+static void bench_switch_exec(int full_save, const char *name) {
+  struct executor ex;
+  exec_init(&ex, NPRIO_DEFAULT, kmalloc, kfree);
+  struct stackful *sf = kmalloc(sizeof *sf);
+  void *stack = palloc(KCO_STACK_PAGES);
+  stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, yielder, 0, full_save, 0);
+  bench_sf = sf;
+  bench_stop = 0;
+  exec_spawn(&ex, stackful_poll, sf, 3, CO_STACKFUL);
+  struct co *prev = 0, *c;
+  int res = 0;
+  c = exec_next(&ex, prev, res);     // first entry
+  res = stackful_resume(c->arg);
+  prev = c;
+  uint64_t t0 = rdinstret();
+  for (int i = 0; i < N_OPS; i++) {
+    c = exec_next(&ex, prev, res);
+    res = stackful_resume(c->arg);
+    prev = c;
+  }
+  uint64_t t1 = rdinstret();
+  report(name, t1 - t0, N_OPS, "instructions");
+  bench_stop = 1;
+  c = exec_next(&ex, prev, res);
+  res = stackful_resume(c->arg);
+  exec_next(&ex, c, res);
+  exec_destroy(&ex);
+  pfree(stack, KCO_STACK_PAGES);
+  kfree(sf);
+}
+
+// ---- memory per idle coroutine ----
+static uint64_t kernel_bytes_in_use(void) {
+  struct palloc_stats ps;
+  palloc_get_stats(&ps);
+  return (ps.total_pages - ps.free_pages) * PAGE_SIZE;
+}
+
+static void bench_idle_stackless(void) {
+  kmalloc_reclaim();
+  uint64_t before = kernel_bytes_in_use();
+  struct executor *ex = kmalloc(sizeof *ex);
+  exec_init(ex, NPRIO_DEFAULT, kmalloc, kfree);
+  for (int i = 0; i < N_IDLE_STACKLESS; i++)
+    exec_spawn(ex, poll_block, 0, (uint32_t)i & 7, CO_STACKLESS);
+  drain(ex);                         // all blocked: idle
+  uint64_t after = kernel_bytes_in_use();
+  // The executor struct itself is per executor, not per coroutine.
+  uint64_t per = after - before - kmalloc_size_class(sizeof *ex);
+  report("idle_stackless_bytes", per, N_IDLE_STACKLESS, "bytes");
+  exec_destroy(ex);
+  kfree(ex);
+}
+
+static volatile uint32_t idle_release, idle_count;
+static void idle_stackful(void *arg) {
+  (void)arg;
+  __atomic_fetch_add(&idle_count, 1, __ATOMIC_SEQ_CST);
+  while (!idle_release)
+    kco_block();
+  __atomic_fetch_sub(&idle_count, 1, __ATOMIC_SEQ_CST);
+}
+
+static void bench_idle_stackful(void) {
+  cid_t cids[N_IDLE_STACKFUL];
+  kmalloc_reclaim();
+  uint64_t before = kernel_bytes_in_use();
+  for (int i = 0; i < N_IDLE_STACKFUL; i++)
+    cids[i] = (cid_t)kco_spawn_stackful(idle_stackful, 0, 5, 0);
+  while (idle_count < N_IDLE_STACKFUL)
+    kco_sleep_ms(1);
+  kco_sleep_ms(2);                   // let the last ones block
+  uint64_t after = kernel_bytes_in_use();
+  report("idle_stackful_bytes", after - before, N_IDLE_STACKFUL, "bytes");
+  idle_release = 1;
+  for (int i = 0; i < N_IDLE_STACKFUL; i++)
+    kco_wake(cids[i]);
+  while (idle_count > 0)
+    kco_sleep_ms(1);
+}
+
+static void bench_main(void *arg) {
+  (void)arg;
+  kprintf("BENCH START harts=%u\n", nharts_online);
+  bench_spawn();
+  bench_dispatch();
+  bench_wake();
+  bench_switch_pair(0, "yield_resume_cacs");
+  bench_switch_pair(1, "yield_resume_fullsave");
+  bench_switch_exec(0, "yield_resume_cacs_via_executor");
+  bench_switch_exec(1, "yield_resume_fullsave_via_executor");
+  bench_idle_stackless();
+  bench_idle_stackful();
+  kprintf("BENCH DONE\n");
+  sbi_shutdown(0);
+}
+
+void bench_start(void) {
+  if (kco_spawn_stackful(bench_main, 0, 1, 0) < 0)
+    kpanic("bench: cannot spawn");
+}

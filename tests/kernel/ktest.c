@@ -1,0 +1,202 @@
+// The in-kernel test runner (see ktest.h).
+#include "ktest.h"
+#include "hart.h"
+#include "kco.h"
+#include "klib.h"
+#include "kmalloc.h"
+#include "monitor.h"
+#include "palloc.h"
+#include "printf.h"
+#include "riscv.h"
+#include "sbi.h"
+#include "timer.h"
+
+#define RUNNER_PRIO 1
+#define TEST_TIMEOUT_MS 60000
+
+extern const struct ktest __ktests_start[], __ktests_end[];
+
+static struct spinlock fail_lock = SPINLOCK_INIT("ktest");
+static volatile int cur_failed;
+static char cur_why[200];
+static char filter_buf[64];
+
+void ktest_fail_at(const char *file, int line, const char *fmt, ...) {
+  char msg[150];
+  va_list ap;
+  va_start(ap, fmt);
+  kvsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  spin_lock(&fail_lock);
+  if (!cur_failed)
+    ksnprintf(cur_why, sizeof cur_why, "%s:%d: %s", file, line, msg);
+  cur_failed = 1;
+  spin_unlock(&fail_lock);
+}
+
+int ktest_failed(void) { return cur_failed; }
+
+int ktest_wait_count(volatile uint32_t *counter, uint32_t target, uint32_t timeout_ms) {
+  uint64_t deadline = rdtime() + (uint64_t)timeout_ms * board.timebase_hz / 1000;
+  while (__atomic_load_n(counter, __ATOMIC_SEQ_CST) < target) {
+    if (rdtime() >= deadline)
+      return 0;
+    kco_sleep_ms(1);
+  }
+  return 1;
+}
+
+// ---- holding the other harts ----
+static volatile uint32_t hogs_running, hogs_release;
+
+static void hog(void *arg) {
+  (void)arg;
+  __atomic_fetch_add(&hogs_running, 1, __ATOMIC_SEQ_CST);
+  while (!__atomic_load_n(&hogs_release, __ATOMIC_SEQ_CST))
+    ;
+  __atomic_fetch_sub(&hogs_running, 1, __ATOMIC_SEQ_CST);
+}
+
+void ktest_hold_other_harts(void) {
+  hogs_release = 0;
+  uint32_t n = nharts_online - 1;
+  for (uint32_t i = 0; i < n; i++)
+    kco_spawn_stackful(hog, 0, 0, 0);
+  // The hogs cannot run on this hart until we block, and the others are idle,
+  // so they arrive promptly; wait with a spin rather than a sleep (a sleep
+  // would let this hart pick up a hog).
+  uint64_t deadline = rdtime() + 10 * board.timebase_hz;
+  while (__atomic_load_n(&hogs_running, __ATOMIC_SEQ_CST) < n && rdtime() < deadline)
+    ;
+  if (hogs_running < n)
+    ktest_fail_at(__FILE__, __LINE__, "only %u of %u hogs started", hogs_running, n);
+}
+
+void ktest_release_other_harts(void) {
+  __atomic_store_n(&hogs_release, 1, __ATOMIC_SEQ_CST);
+  uint64_t deadline = rdtime() + 10 * board.timebase_hz;
+  while (__atomic_load_n(&hogs_running, __ATOMIC_SEQ_CST) > 0 && rdtime() < deadline)
+    kco_sleep_ms(1);
+}
+
+// ---- resource accounting around each test ----
+struct snapshot {
+  uint64_t kmalloc_objects, kmalloc_bytes, direct_pages;
+  uint32_t live_coroutines;
+};
+
+// Structures that grow once and are kept as caches: the kernel executor's slot
+// table and the per-hart timer heaps. Their growth during a test is not a leak.
+struct cache_use { uint64_t bytes, objects; };
+
+static struct cache_use cache_usage(void) {
+  struct cache_use u = { 0, 0 };
+  u.bytes += (uint64_t)kexec.nchunks * ALIGN_UP(EXEC_CHUNK_SLOTS * sizeof(struct co), PAGE_SIZE);
+  u.objects += kexec.nchunks;
+  if (kexec.chunk_cap) {
+    u.bytes += kmalloc_size_class(kexec.chunk_cap * sizeof(struct co *));
+    u.objects++;
+  }
+  for (uint32_t i = 0; i < nharts_online; i++)
+    if (harts[i].timer_cap) {
+      u.bytes += kmalloc_size_class(harts[i].timer_cap * sizeof(struct timer_entry));
+      u.objects++;
+    }
+  return u;
+}
+
+static void snap(struct snapshot *s) {
+  struct palloc_stats ps;
+  struct kmalloc_stats ks;
+  struct exec_stats es;
+  kmalloc_reclaim();
+  palloc_get_stats(&ps);
+  kmalloc_get_stats(&ks);
+  exec_get_stats(&kexec, &es);
+  s->kmalloc_objects = ks.live_objects;
+  s->kmalloc_bytes = ks.live_bytes;
+  s->direct_pages = (ps.total_pages - ps.free_pages) - ks.slab_pages - ks.large_pages;
+  s->live_coroutines = es.live;
+}
+
+static volatile uint32_t test_done;
+
+static void test_body(void *arg) {
+  const struct ktest *t = arg;
+  t->fn();
+  __atomic_store_n(&test_done, 1, __ATOMIC_SEQ_CST);
+}
+
+static int run_one(const struct ktest *t) {
+  struct snapshot before, after;
+  cur_failed = 0;
+  cur_why[0] = 0;
+  test_done = 0;
+  snap(&before);
+  struct cache_use cache_before = cache_usage();
+  if (kco_spawn_stackful(test_body, (void *)t, KTEST_PRIO, 0) < 0) {
+    kprintf("KTEST FAIL %s: cannot spawn the test coroutine\n", t->name);
+    return 0;
+  }
+  if (!ktest_wait_count(&test_done, 1, TEST_TIMEOUT_MS)) {
+    kprintf("KTEST FAIL %s: timed out after %d ms\n", t->name, TEST_TIMEOUT_MS);
+    monitor_stats();
+    return -1;   // a stuck coroutine may hold anything: stop here
+  }
+  // Let the finished coroutines settle (their slots are freed after they return).
+  uint64_t deadline = rdtime() + board.timebase_hz;
+  do {
+    kco_sleep_ms(1);
+    snap(&after);
+  } while (after.live_coroutines != before.live_coroutines && rdtime() < deadline);
+  struct cache_use cache_after = cache_usage();
+  uint64_t grown_bytes = cache_after.bytes - cache_before.bytes;
+  uint64_t grown_objects = cache_after.objects - cache_before.objects;
+  if (!cur_failed) {
+    if (after.live_coroutines != before.live_coroutines)
+      ksnprintf(cur_why, sizeof cur_why, "coroutines leaked: %u live, %u before",
+                after.live_coroutines, before.live_coroutines), cur_failed = 1;
+    else if (after.kmalloc_objects - grown_objects != before.kmalloc_objects ||
+             after.kmalloc_bytes - grown_bytes != before.kmalloc_bytes)
+      ksnprintf(cur_why, sizeof cur_why, "kmalloc leak: %lu bytes in %lu objects, was %lu in %lu",
+                after.kmalloc_bytes - grown_bytes, after.kmalloc_objects - grown_objects,
+                before.kmalloc_bytes, before.kmalloc_objects), cur_failed = 1;
+    else if (after.direct_pages != before.direct_pages)
+      ksnprintf(cur_why, sizeof cur_why, "page leak: %lu pages in use outside kmalloc, was %lu",
+                after.direct_pages, before.direct_pages), cur_failed = 1;
+  }
+  if (cur_failed)
+    kprintf("KTEST FAIL %s: %s\n", t->name, cur_why);
+  else
+    kprintf("KTEST PASS %s\n", t->name);
+  return !cur_failed;
+}
+
+static void runner(void *arg) {
+  (void)arg;
+  int passed = 0, failed = 0;
+  kprintf("KTEST START harts=%u\n", nharts_online);
+  for (const struct ktest *t = __ktests_start; t < __ktests_end; t++) {
+    if (filter_buf[0] && !strstr(t->name, filter_buf))
+      continue;
+    int r = run_one(t);
+    if (r > 0)
+      passed++;
+    else
+      failed++;
+    if (r < 0)
+      break;
+  }
+  kprintf("KTEST DONE passed=%d failed=%d\n", passed, failed);
+  sbi_shutdown(failed != 0 || passed == 0);
+}
+
+void ktest_start(const char *filter) {
+  size_t n = strnlen(filter, sizeof filter_buf - 1);
+  memcpy(filter_buf, filter, n);
+  filter_buf[n] = 0;
+  if (strcmp(filter_buf, "all") == 0)
+    filter_buf[0] = 0;
+  if (kco_spawn_stackful(runner, 0, RUNNER_PRIO, 0) < 0)
+    kpanic("ktest: cannot spawn the runner");
+}

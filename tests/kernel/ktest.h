@@ -1,0 +1,51 @@
+// In-kernel tests. Each KTEST(name) body runs as its own stackful kernel
+// coroutine, so it may block, sleep and spawn. The runner (ktest.c) runs them one
+// at a time, gives each a time limit, and afterwards checks that the allocator and
+// executor counters are back where they were before the test: a test that leaks
+// a page, an object or a coroutine fails.
+//
+// Output, one line per test:  "KTEST PASS name"  /  "KTEST FAIL name: reason"
+// and at the end:             "KTEST DONE passed=N failed=M"
+// after which the machine shuts down through SBI with failure status if M > 0.
+#ifndef KTEST_H
+#define KTEST_H
+#include <stdint.h>
+
+struct ktest {
+  const char *name;
+  void (*fn)(void);
+};
+
+#define KTEST(nm)                                                              \
+  static void nm(void);                                                        \
+  static const struct ktest ktest_entry_##nm                                   \
+      __attribute__((section(".ktests"), used, aligned(8))) = { #nm, nm };     \
+  static void nm(void)
+
+#define KTEST_PRIO 4          // priority the test bodies run at
+
+void ktest_start(const char *filter);
+void ktest_fail_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int ktest_failed(void);
+
+#define KCHECK(cond) do { \
+    if (!(cond)) { ktest_fail_at(__FILE__, __LINE__, "%s", #cond); } \
+  } while (0)
+#define KCHECK_EQ(a, b) do { \
+    long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (a_ != b_) { ktest_fail_at(__FILE__, __LINE__, "%s == %lld, expected %lld", #a, a_, b_); } \
+  } while (0)
+#define KREQUIRE(cond) do { \
+    if (!(cond)) { ktest_fail_at(__FILE__, __LINE__, "%s", #cond); return; } \
+  } while (0)
+
+// Keep every other hart busy in a spinning priority-0 coroutine so that the
+// calling test observes strict single-hart dispatch order on any hart count.
+void ktest_hold_other_harts(void);
+void ktest_release_other_harts(void);
+// Block the calling stackful coroutine until *counter >= target (polling with
+// short sleeps), or until timeout_ms passes. Returns 1 on success.
+int ktest_wait_count(volatile uint32_t *counter, uint32_t target, uint32_t timeout_ms);
+
+#endif

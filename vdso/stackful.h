@@ -1,0 +1,110 @@
+// Stackful coroutines on top of the executor: a coroutine with its own stack, so
+// ordinary C can block at any call depth. Its executor entry is an ordinary
+// co_poll_fn (stackful_poll) or, on the hot path, the inline stackful_resume.
+//
+// Two switches, both here:
+//   - CACS (context-aware context switching, Photon): an inline-asm switch that
+//     stores only sp, the frame pointer and the resume address, and declares every
+//     other register clobbered. The compiler then spills only what is live at that
+//     call site. It jumps through t1, not a link register (x1/x5), so the
+//     return-address predictor's stack is not corrupted.
+//   - full save: the classic out-of-line switch (ra, sp, s0-s11), for switches
+//     that are not at a known call site and as the benchmark baseline.
+// A coroutine uses one kind for its whole life (chosen at init).
+#ifndef STACKFUL_H
+#define STACKFUL_H
+#include <stdint.h>
+#include <stddef.h>
+#include "executor.h"
+
+struct cacs_ctx { uintptr_t sp, pc, fp; };
+struct full_ctx { uintptr_t ra, sp, s[12]; };
+
+#define STACKFUL_CANARY 0xc0a1c0a1deadbeefULL
+
+struct stackful {
+  struct cacs_ctx co_cacs, exec_cacs;   // CACS: where the coroutine / executor resume
+  struct full_ctx co_full, exec_full;   // full-save: the same, all callee-saved regs
+  void (*fn)(void *);
+  void *arg;
+  uint64_t *stack_lo;                   // lowest word of the stack holds the canary
+  int result;                           // CO_YIELD / CO_PENDING / CO_DONE, set by the coroutine
+  int full_save;
+  void (*release)(struct stackful *);   // called on the executor side after CO_DONE
+};
+
+// Prepare sf to run fn(arg) on [stack, stack + size). release may be NULL.
+void stackful_init(struct stackful *sf, void *stack, size_t size, void (*fn)(void *),
+                   void *arg, int full_save, void (*release)(struct stackful *));
+// co_poll_fn for a stackful coroutine: run it until it yields, blocks or ends.
+int stackful_poll(void *arg);
+// The coroutine that the calling hart/thread is running (environment hook).
+struct stackful *stackful_self(void);
+// Reports a smashed stack canary; never returns (environment hook).
+__attribute__((noreturn)) void stackful_overflow(struct stackful *sf);
+
+void full_switch(struct full_ctx *save, const struct full_ctx *load);   // switch.S
+void stackful_trampoline(void);                                         // switch.S
+
+#if defined(__riscv_flen)
+#define CACS_FP_CLOBBERS , "ft0", "ft1", "ft2", "ft3", "ft4", "ft5", "ft6", "ft7", \
+  "fs0", "fs1", "fs2", "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11", \
+  "fa0", "fa1", "fa2", "fa3", "fa4", "fa5", "fa6", "fa7", "ft8", "ft9", "ft10", "ft11"
+#else
+#define CACS_FP_CLOBBERS
+#endif
+
+// The CACS switch. s0 is the frame pointer, which GCC does not let asm clobber,
+// so it is saved explicitly (one store, one load).
+static inline __attribute__((always_inline)) void cacs_switch(struct cacs_ctx *save,
+                                                               const struct cacs_ctx *load) {
+  register struct cacs_ctx *a0 __asm__("a0") = save;
+  register const struct cacs_ctx *a1 __asm__("a1") = load;
+  __asm__ volatile(
+      "la   t1, 1f\n\t"
+      "sd   sp, 0(a0)\n\t"
+      "sd   t1, 8(a0)\n\t"
+      "sd   s0, 16(a0)\n\t"
+      "ld   sp, 0(a1)\n\t"
+      "ld   t1, 8(a1)\n\t"
+      "ld   s0, 16(a1)\n\t"
+      "jr   t1\n"
+      "1:\n\t"
+      : "+r"(a0), "+r"(a1)
+      :
+      : "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a2", "a3", "a4", "a5", "a6", "a7",
+        "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11",
+        "memory" CACS_FP_CLOBBERS);
+}
+
+// Executor side: run sf until it suspends. Inline so the executor loop itself is
+// the CACS call site. Returns what the coroutine reported.
+static inline __attribute__((always_inline)) int stackful_resume(struct stackful *sf) {
+  if (sf->full_save)
+    full_switch(&sf->exec_full, &sf->co_full);
+  else
+    cacs_switch(&sf->exec_cacs, &sf->co_cacs);
+  if (*sf->stack_lo != STACKFUL_CANARY)
+    stackful_overflow(sf);
+  int r = sf->result;
+  if (r == CO_DONE && sf->release)
+    sf->release(sf);
+  return r;
+}
+
+// Coroutine side: give the hart back to the executor with `result`
+// (CO_YIELD: run me again; CO_PENDING: block until woken). Inline so that each
+// call site spills only its own live registers.
+static inline __attribute__((always_inline)) void stackful_suspend_to(struct stackful *sf, int result) {
+  sf->result = result;
+  if (sf->full_save)
+    full_switch(&sf->co_full, &sf->exec_full);
+  else
+    cacs_switch(&sf->co_cacs, &sf->exec_cacs);
+}
+
+static inline __attribute__((always_inline)) void stackful_suspend(int result) {
+  stackful_suspend_to(stackful_self(), result);
+}
+
+#endif
