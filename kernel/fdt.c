@@ -370,9 +370,9 @@ node_depth(const struct fdt *f, int node)
 
   while (n >= 0 && n < node)
     n = fdt_next_node(f, n, &depth);
-  if (n < 0)
-    return n;
-  return n == node ? depth : FDT_ERR_BADOFFSET;
+  if (n == node)
+    return depth;
+  return n == FDT_ERR_NOTFOUND || n >= 0 ? FDT_ERR_BADOFFSET : n;
 }
 
 // The parent is the last node at depth - 1 before node in document order.

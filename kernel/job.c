@@ -6,6 +6,7 @@
 #include "ktest.h"
 #include "bench.h"
 #include "kco.h"
+#include "sbi.h"
 
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
 // Returns 1 if the key is present (with or without a value).
@@ -44,7 +45,10 @@ void start_main_job(const char *args) {
     ktest_start(val);
   else if (bootarg(args, "bench", val, sizeof val))
     bench_start();
-  else if (bootarg(args, "fault", val, sizeof val))
+  else if (bootarg(args, "poweroff", val, sizeof val)) {
+    kprintf("poweroff: boot complete\n");
+    sbi_shutdown(0);
+  } else if (bootarg(args, "fault", val, sizeof val))
     kco_spawn_stackful(provoke_fault, 0, 0, 0);
   else
     monitor_start();

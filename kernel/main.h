@@ -2,6 +2,7 @@
 //   test[=NAME]   run the kernel tests (all, or those whose name contains NAME),
 //                 then shut down with the result as the exit status
 //   bench         run the microbenchmarks, then shut down
+//   poweroff      shut down right after boot (the boot-matrix test)
 //   fault         provoke a kernel fault (tests the fault report)
 //   (otherwise)   the console monitor
 #ifndef MAIN_H

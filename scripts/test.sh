@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Coral's whole test suite, as run by `make test` (and by CI through .ci/run):
+#   1. host unit tests (native gcc, ASan + UBSan): executor, allocators, DTB parser
+#   2. kernel tests inside QEMU on 1 and 4 harts (tests/kernel/, bootargs test=all)
+#   3. boot matrix: 1..8 harts, 128 MiB..2 GiB; the banner must report them
+#   4. kernel fault report: registers and a backtrace, then a failure shutdown
+# Every check prints "PASS name" or "FAIL name: why"; the last line is
+# "N passed, N failed" and the exit status is non-zero if anything failed.
+# Logs of every QEMU run are kept in build/test-logs/.
+#
+#   scripts/test.sh [--host-only]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+LOGS=$BUILD/test-logs
+QEMU=${QEMU:-qemu-system-riscv64}
+OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
+# Wall-clock limit of one QEMU run: a safety net only. Runs end through SBI
+# system reset; a run that hits this limit has hung and counts as a failure.
+QEMU_LIMIT=${QEMU_LIMIT:-600}
+mkdir -p "$LOGS" "$BUILD/host"
+
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+# Count PASS/FAIL lines printed by a test binary or the kernel.
+tally() {   # tally PREFIX LOGFILE PASS_PATTERN FAIL_PATTERN
+  local prefix=$1 log=$2 pp=$3 fp=$4 line
+  while IFS= read -r line; do
+    case "$line" in
+      "$pp"*) pass "$prefix${line#"$pp"}" ;;
+      "$fp"*) local rest=${line#"$fp"}; fail "$prefix${rest%%:*}" "${rest#*: }" ;;
+    esac
+  done < <(tr -d '\r' < "$log")
+}
+
+# ---- 1. host unit tests ----
+HOSTCC=${HOSTCC:-gcc}
+HOSTFLAGS="-std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -Itests/host -Ikernel -Ivdso"
+declare -A HOST_SRCS=(
+  [test_executor]="vdso/executor.c tests/host/test_executor.c"
+  [test_alloc]="kernel/palloc.c kernel/kmalloc.c tests/host/spinlock_host.c tests/host/test_alloc.c"
+  [test_fdt]="kernel/fdt.c kernel/board.c tests/host/test_fdt.c"
+)
+for t in test_executor test_alloc test_fdt; do
+  bin=$BUILD/host/$t
+  if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
+    fail "host/$t" "does not build (see $LOGS/$t.build.log)"
+    continue
+  fi
+  "$bin" > "$LOGS/$t.log" 2>&1
+  rc=$?
+  tally "host/" "$LOGS/$t.log" "PASS " "FAIL "
+  if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$LOGS/$t.log"; then
+    fail "host/$t" "exited with status $rc without a FAIL line (sanitizer report? see $LOGS/$t.log)"
+  fi
+done
+
+if [ "${1:-}" = "--host-only" ]; then
+  echo "$passed passed, $failed failed"
+  [ $failed -eq 0 ]
+  exit
+fi
+
+# ---- build the kernel ----
+if ! make -s all > "$LOGS/kernel.build.log" 2>&1; then
+  fail "kernel/build" "see $LOGS/kernel.build.log"
+  tail -20 "$LOGS/kernel.build.log"
+  echo "$passed passed, $failed failed"
+  exit 1
+fi
+
+run_qemu() {   # run_qemu LOG SMP MEM ARGS
+  timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
+    -nographic -smp "$2" -m "$3" -append "$4" < /dev/null > "$1" 2>&1
+}
+
+# ---- 2. kernel tests on 1 and 4 harts ----
+for smp in 1 4; do
+  log=$LOGS/ktest-smp$smp.log
+  run_qemu "$log" "$smp" 256M "test=all"
+  rc=$?
+  tally "kernel-smp$smp/" "$log" "KTEST PASS " "KTEST FAIL "
+  if ! grep -q "^KTEST DONE" "$log"; then
+    why="no KTEST DONE line"
+    [ $rc -eq 124 ] && why="hung: killed after ${QEMU_LIMIT}s"
+    grep -q "PANIC" "$log" && why="kernel panic: $(grep -m1 PANIC "$log" | tr -d '\r')"
+    fail "kernel-smp$smp/run" "$why (see $log)"
+  fi
+done
+
+# ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
+for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
+  smp=${cfg%%:*} mem=${cfg#*:}
+  mib=$(( ${mem%[MG]} * $( [ "${mem: -1}" = G ] && echo 1024 || echo 1) ))
+  log=$LOGS/boot-smp$smp-$mem.log
+  run_qemu "$log" "$smp" "$mem" "poweroff"
+  if grep -q "Coral: $smp harts online, $mib MiB memory" "$log" && grep -q "poweroff: boot complete" "$log"; then
+    pass "boot/smp$smp-$mem"
+  else
+    fail "boot/smp$smp-$mem" "banner missing or wrong: $(grep -m1 'Coral:' "$log" | tr -d '\r') (see $log)"
+  fi
+done
+
+# ---- 4. a kernel fault prints a full report and shuts the machine down ----
+log=$LOGS/fault.log
+run_qemu "$log" 2 128M "fault"
+rc=$?
+if [ $rc -ne 124 ] && grep -q "KERNEL FAULT on hart .*: load page fault" "$log" &&
+   grep -q "stval 0x0000000000001000" "$log" && grep -q "  #0 0x" "$log" &&
+   grep -q "^PANIC: unexpected trap" "$log"; then
+  pass "fault/report"
+else
+  fail "fault/report" "fault report incomplete or machine did not stop (status $rc, see $log)"
+fi
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
