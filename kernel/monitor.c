@@ -38,8 +38,8 @@ void monitor_stats(void) {
   exec_get_stats(&kexec, &es);
   kprintf("executor: live %u (ready %u, running %u, blocked %u), slots %u, best prio %u\n",
           es.live, es.ready, es.running, es.blocked, es.slots, exec_best_prio(&kexec));
-  kprintf("          spawned %lu, exited %lu, dispatched %lu, wakes %lu (remembered %lu, stale %lu)\n",
-          es.spawned, es.exited, es.dispatched, es.wakes, es.wakes_remembered, es.stale_wakes);
+  kprintf("          spawned %lu, exited %lu, wakes %lu (remembered %lu, stale %lu)\n",
+          es.spawned, es.exited, es.wakes, es.wakes_remembered, es.stale_wakes);
   for (uint32_t i = 0; i < nharts_online; i++) {
     struct hart *h = &harts[i];
     kprintf("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu\n",

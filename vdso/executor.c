@@ -55,7 +55,6 @@ static void enqueue(struct executor *ex, struct co *c) {
   q->tail = c;
   ex->bitmap |= 1ULL << c->prio;
   c->state = CO_READY;
-  ex->st.ready++;
 }
 
 static void unlink_ready(struct executor *ex, struct co *c) {
@@ -71,7 +70,6 @@ static void unlink_ready(struct executor *ex, struct co *c) {
   if (!q->head)
     ex->bitmap &= ~(1ULL << c->prio);
   c->next = c->prev = 0;
-  ex->st.ready--;
 }
 
 // Take the head of the best non-empty queue. The common path of every dispatch.
@@ -87,7 +85,6 @@ static struct co *pop_highest(struct executor *ex) {
     q->tail = 0;
     ex->bitmap &= ~(1ULL << c->prio);
   }
-  ex->st.ready--;
   return c;
 }
 
@@ -186,7 +183,6 @@ int exec_wake(struct executor *ex, cid_t cid) {
     ex->st.stale_wakes++;
     r = EXEC_ESTALE;
   } else if (c->state == CO_BLOCKED) {
-    ex->st.blocked--;
     enqueue(ex, c);
     ex->st.wakes++;
     r = 1;
@@ -224,8 +220,9 @@ int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio) {
 }
 
 // Put the coroutine that just returned from poll where its result says.
+// (Only the counters that are off the dispatch path are kept here; how many are
+// ready, running or blocked is derived by exec_get_stats.)
 static void settle(struct executor *ex, struct co *c, int result) {
-  ex->st.running--;
   if (result == CO_DONE) {
     c->gen++;
     if (c->gen == 0)
@@ -239,7 +236,6 @@ static void settle(struct executor *ex, struct co *c, int result) {
     ex->st.exited++;
   } else if (result == CO_PENDING && !c->wake_pending) {
     c->state = CO_BLOCKED;
-    ex->st.blocked++;
   } else {
     // CO_YIELD, or a wake arrived while it ran: back to the tail of its queue.
     c->wake_pending = 0;
@@ -249,14 +245,18 @@ static void settle(struct executor *ex, struct co *c, int result) {
 
 struct co *exec_next(struct executor *ex, struct co *prev, int prev_result) {
   LOCK(ex);
+  // Fast path: a coroutine that yields while nothing of its priority or better is
+  // ready would be queued and taken straight back; keep it running instead.
+  if (prev && prev_result == CO_YIELD && !(ex->bitmap & ((2ULL << prev->prio) - 1))) {
+    prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
+    UNLOCK(ex);
+    return prev;
+  }
   if (prev)
     settle(ex, prev, prev_result);
   struct co *c = pop_highest(ex);
-  if (c) {
+  if (c)
     c->state = CO_RUNNING;
-    ex->st.running++;
-    ex->st.dispatched++;
-  }
   UNLOCK(ex);
   return c;
 }
@@ -266,9 +266,18 @@ uint32_t exec_best_prio(const struct executor *ex) {
   return b ? exec_ctz64(b) : NPRIO_MAX;
 }
 
+// Counters, plus how many coroutines are in each state (a walk of the slot
+// table: for statistics and tests, not for hot paths).
 void exec_get_stats(struct executor *ex, struct exec_stats *st) {
   LOCK(ex);
   *st = ex->st;
+  st->ready = st->running = st->blocked = 0;
+  for (uint32_t s = 0; s < ex->nchunks * EXEC_CHUNK_SLOTS; s++) {
+    uint8_t state = slot_ptr(ex, s)->state;
+    st->ready += state == CO_READY;
+    st->running += state == CO_RUNNING || state == CO_SUSPENDED;
+    st->blocked += state == CO_BLOCKED;
+  }
   UNLOCK(ex);
 }
 
@@ -301,6 +310,7 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
   LOCK(ex);
   uint32_t nslots = ex->nchunks * EXEC_CHUNK_SLOTS;
   uint32_t queued = 0, nfree = 0, counted[CO_SUSPENDED + 1] = {0};
+  (void)counted[CO_RUNNING];
   for (uint32_t p = 0; p < NPRIO_MAX && !r; p++) {
     struct co_queue *q = &ex->ready[p];
     int bit = (ex->bitmap >> p) & 1;
@@ -344,9 +354,8 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
     r = fail(why, whylen, "READY coroutines not all queued exactly once:", counted[CO_READY]);
   if (!r && nfree != counted[CO_FREE])
     r = fail(why, whylen, "FREE slots not all on the free list:", counted[CO_FREE]);
-  if (!r && (ex->st.ready != queued || ex->st.blocked != counted[CO_BLOCKED] ||
-             ex->st.running != counted[CO_RUNNING] + counted[CO_SUSPENDED] ||
-             ex->st.live != nslots - nfree || ex->st.slots != nslots))
+  if (!r && (ex->st.live != nslots - nfree || ex->st.slots != nslots ||
+             ex->st.spawned - ex->st.exited != ex->st.live))
     r = fail(why, whylen, "counters disagree with the table; live =", ex->st.live);
   UNLOCK(ex);
   return r;

@@ -71,8 +71,9 @@ struct co_queue {
 #define EXEC_CHUNK_SLOTS 256    // slots per table chunk: 256 * 48 B = 12 KiB
 
 struct exec_stats {
-  uint64_t spawned, exited, dispatched, wakes, stale_wakes, wakes_remembered;
-  uint32_t live, ready, running, blocked, slots;
+  uint64_t spawned, exited, wakes, stale_wakes, wakes_remembered;
+  uint32_t live, slots;
+  uint32_t ready, running, blocked;   // filled in by exec_get_stats (a table walk)
 };
 
 struct executor {

@@ -16,7 +16,7 @@ void stackful_init(struct stackful *sf, void *stack, size_t size, void (*fn)(voi
   sf->fn = fn;
   sf->arg = arg;
   sf->stack_lo = (uint64_t *)stack;
-  *sf->stack_lo = STACKFUL_CANARY;
+  *sf->stack_lo = (uint64_t)(uintptr_t)sf->stack_lo;
   sf->result = CO_YIELD;
   sf->full_save = full_save;
   sf->release = release;

@@ -20,14 +20,13 @@
 struct cacs_ctx { uintptr_t sp, pc, fp; };
 struct full_ctx { uintptr_t ra, sp, s[12]; };
 
-#define STACKFUL_CANARY 0xc0a1c0a1deadbeefULL
 
 struct stackful {
   struct cacs_ctx co_cacs, exec_cacs;   // CACS: where the coroutine / executor resume
   struct full_ctx co_full, exec_full;   // full-save: the same, all callee-saved regs
   void (*fn)(void *);
   void *arg;
-  uint64_t *stack_lo;                   // lowest word of the stack holds the canary
+  uint64_t *stack_lo;                   // lowest word of the stack: canary = its own address
   int result;                           // CO_YIELD / CO_PENDING / CO_DONE, set by the coroutine
   int full_save;
   void (*release)(struct stackful *);   // called on the executor side after CO_DONE
@@ -77,14 +76,12 @@ static inline __attribute__((always_inline)) void cacs_switch(struct cacs_ctx *s
         "memory" CACS_FP_CLOBBERS);
 }
 
-// Executor side: run sf until it suspends. Inline so the executor loop itself is
-// the CACS call site. Returns what the coroutine reported.
-static inline __attribute__((always_inline)) int stackful_resume(struct stackful *sf) {
-  if (sf->full_save)
-    full_switch(&sf->exec_full, &sf->co_full);
-  else
-    cacs_switch(&sf->exec_cacs, &sf->co_cacs);
-  if (*sf->stack_lo != STACKFUL_CANARY)
+// After the coroutine has switched back: check the canary (the bottom word of
+// its stack holds its own address; a deep overflow overwrites it) and collect
+// its result, releasing it if it finished.
+static inline __attribute__((always_inline)) int stackful_after_switch(struct stackful *sf) {
+  uint64_t *lo = sf->stack_lo;
+  if (*lo != (uint64_t)(uintptr_t)lo)
     stackful_overflow(sf);
   int r = sf->result;
   if (r == CO_DONE && sf->release)
@@ -92,15 +89,41 @@ static inline __attribute__((always_inline)) int stackful_resume(struct stackful
   return r;
 }
 
+// Executor side: run sf until it suspends, and return what it reported. Inline,
+// so that the executor loop itself is the CACS call site. The _cacs/_full
+// variants are for call sites that know the coroutine's kind.
+static inline __attribute__((always_inline)) int stackful_resume_cacs(struct stackful *sf) {
+  cacs_switch(&sf->exec_cacs, &sf->co_cacs);
+  return stackful_after_switch(sf);
+}
+
+static inline __attribute__((always_inline)) int stackful_resume_full(struct stackful *sf) {
+  full_switch(&sf->exec_full, &sf->co_full);
+  return stackful_after_switch(sf);
+}
+
+static inline __attribute__((always_inline)) int stackful_resume(struct stackful *sf) {
+  return sf->full_save ? stackful_resume_full(sf) : stackful_resume_cacs(sf);
+}
+
 // Coroutine side: give the hart back to the executor with `result`
 // (CO_YIELD: run me again; CO_PENDING: block until woken). Inline so that each
 // call site spills only its own live registers.
-static inline __attribute__((always_inline)) void stackful_suspend_to(struct stackful *sf, int result) {
+static inline __attribute__((always_inline)) void stackful_suspend_cacs(struct stackful *sf, int result) {
   sf->result = result;
+  cacs_switch(&sf->co_cacs, &sf->exec_cacs);
+}
+
+static inline __attribute__((always_inline)) void stackful_suspend_full(struct stackful *sf, int result) {
+  sf->result = result;
+  full_switch(&sf->co_full, &sf->exec_full);
+}
+
+static inline __attribute__((always_inline)) void stackful_suspend_to(struct stackful *sf, int result) {
   if (sf->full_save)
-    full_switch(&sf->co_full, &sf->exec_full);
+    stackful_suspend_full(sf, result);
   else
-    cacs_switch(&sf->co_cacs, &sf->exec_cacs);
+    stackful_suspend_cacs(sf, result);
 }
 
 static inline __attribute__((always_inline)) void stackful_suspend(int result) {

@@ -90,6 +90,34 @@ static int selfwake_poll(void *arg) {
   return CO_DONE;
 }
 
+// A lone coroutine that yields keeps the hart (fast path), but one that yields
+// while an equal-priority coroutine is ready goes behind it.
+static void test_yield_fast_path(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[16], n = 0;
+  struct rec a = { 1, log, &n, CO_YIELD };
+  exec_spawn(&ex, rec_poll, &a, 4, CO_STACKLESS);
+  struct co *c = exec_next(&ex, 0, 0);
+  CHECK(exec_next(&ex, c, CO_YIELD) == c);        // nothing else ready: same one
+  struct rec b = { 2, log, &n, CO_YIELD };
+  exec_spawn(&ex, rec_poll, &b, 6, CO_STACKLESS);  // worse priority: still a
+  CHECK(exec_next(&ex, c, CO_YIELD) == c);
+  struct rec d = { 3, log, &n, CO_YIELD };
+  exec_spawn(&ex, rec_poll, &d, 4, CO_STACKLESS);  // equal priority: d goes next
+  struct co *e = exec_next(&ex, c, CO_YIELD);
+  CHECK(e != c && e->arg == &d);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  a.result = b.result = d.result = CO_DONE;
+  struct co *f = exec_next(&ex, e, CO_DONE);       // settle d, take the next one
+  while (f) {
+    int r = f->poll(f->arg);
+    f = exec_next(&ex, f, r);
+  }
+  CHECK_EQ(ex.st.live, 0);
+  exec_destroy(&ex);
+}
+
 static void test_wake_before_block(void) {
   struct executor ex;
   exec_init(&ex, 8, malloc, free);
@@ -109,7 +137,9 @@ static void test_block_and_wake(void) {
   struct rec r = { 7, log, &n, CO_PENDING };
   cid_t cid = (cid_t)exec_spawn(&ex, rec_poll, &r, 5, CO_STACKLESS);
   CHECK_EQ(drain(&ex, 10), 1);
-  CHECK_EQ(ex.st.blocked, 1);
+  struct exec_stats st;
+  exec_get_stats(&ex, &st);
+  CHECK_EQ(st.blocked, 1);
   CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);
   CHECK_EQ(exec_wake(&ex, cid), 1);
   CHECK_EQ(exec_wake(&ex, cid), 0);        // already ready: absorbed
@@ -181,7 +211,9 @@ static void test_ten_thousand_alive(void) {
   }
   CHECK_EQ(drain(&ex, 2 * N), N);
   CHECK_EQ(ex.st.live, N);
-  CHECK_EQ(ex.st.blocked, N);
+  struct exec_stats st;
+  exec_get_stats(&ex, &st);
+  CHECK_EQ(st.blocked, N);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   for (int i = N - 1; i >= 0; i--) {
     r[i].result = CO_DONE;
@@ -300,6 +332,7 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_init_rejects_bad_args);
   RUN_TEST(test_priority_order_and_fifo);
   RUN_TEST(test_yield_goes_to_tail);
+  RUN_TEST(test_yield_fast_path);
   RUN_TEST(test_wake_before_block);
   RUN_TEST(test_block_and_wake);
   RUN_TEST(test_stale_and_bad_cids);

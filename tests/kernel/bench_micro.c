@@ -54,11 +54,32 @@ static void bench_spawn(void) {
   exec_destroy(&ex);
 }
 
-// One dispatch = what the executor loop does per coroutine: settle the previous
-// one and fetch the best (exec_next), then call its poll.
+// One dispatch = fetch the best ready coroutine + poll it + settle it: here N
+// woken coroutines each find nothing to do and block again (return PENDING),
+// which is what a woken coroutine does most often.
 static void bench_dispatch(void) {
   struct executor ex;
   exec_init(&ex, NPRIO_DEFAULT, kmalloc, kfree);
+  for (int i = 0; i < N_OPS; i++)
+    exec_spawn(&ex, poll_block, 0, (uint32_t)i & 7, CO_STACKLESS);   // all ready
+  struct co *prev = 0, *c;
+  int res = 0;
+  uint64_t t0 = rdinstret();
+  while ((c = exec_next(&ex, prev, res)) != 0) {
+    res = c->poll(c->arg);
+    prev = c;
+  }
+  uint64_t t1 = rdinstret();
+  report("dispatch_stackless", t1 - t0, N_OPS, "instructions");
+  exec_destroy(&ex);
+}
+
+// Two coroutines of one priority yield to each other: every round requeues the
+// one that ran (FIFO tail) and fetches the other.
+static void bench_yield_stackless(void) {
+  struct executor ex;
+  exec_init(&ex, NPRIO_DEFAULT, kmalloc, kfree);
+  exec_spawn(&ex, poll_yield, 0, 3, CO_STACKLESS);
   exec_spawn(&ex, poll_yield, 0, 3, CO_STACKLESS);
   struct co *prev = 0, *c;
   int res = 0;
@@ -69,8 +90,10 @@ static void bench_dispatch(void) {
     prev = c;
   }
   uint64_t t1 = rdinstret();
-  report("dispatch_stackless", t1 - t0, N_OPS, "instructions");
+  report("yield_stackless", t1 - t0, N_OPS, "instructions");
   exec_next(&ex, prev, CO_DONE);
+  c = exec_next(&ex, 0, 0);
+  exec_next(&ex, c, CO_DONE);
   exec_destroy(&ex);
 }
 
@@ -110,23 +133,40 @@ static void bench_wake(void) {
 static struct stackful *bench_sf;
 static volatile int bench_stop;
 
-static void yielder(void *arg) {
+// The coroutine side of the switch benchmarks: yield at a call site that knows
+// its switch kind, as CACS intends.
+static void yielder_cacs(void *arg) {
   (void)arg;
   while (!bench_stop)
-    stackful_suspend_to(bench_sf, CO_YIELD);
+    stackful_suspend_cacs(bench_sf, CO_YIELD);
+}
+
+static void yielder_full(void *arg) {
+  (void)arg;
+  while (!bench_stop)
+    stackful_suspend_full(bench_sf, CO_YIELD);
 }
 
 static void bench_switch_pair(int full_save, const char *name) {
   struct stackful *sf = kmalloc(sizeof *sf);
   void *stack = palloc(KCO_STACK_PAGES);
-  stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, yielder, 0, full_save, 0);
+  stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, full_save ? yielder_full : yielder_cacs,
+                0, full_save, 0);
   bench_sf = sf;
   bench_stop = 0;
   stackful_resume(sf);               // first entry: runs up to the first yield
-  uint64_t t0 = rdinstret();
-  for (int i = 0; i < N_OPS; i++)
-    stackful_resume(sf);             // resume -> it yields back: one pair
-  uint64_t t1 = rdinstret();
+  uint64_t t0, t1;
+  if (full_save) {
+    t0 = rdinstret();
+    for (int i = 0; i < N_OPS; i++)
+      stackful_resume_full(sf);      // resume -> it yields back: one pair
+    t1 = rdinstret();
+  } else {
+    t0 = rdinstret();
+    for (int i = 0; i < N_OPS; i++)
+      stackful_resume_cacs(sf);
+    t1 = rdinstret();
+  }
   report(name, t1 - t0, N_OPS, "instructions");
   bench_stop = 1;
   stackful_resume(sf);               // let it finish
@@ -140,7 +180,8 @@ static void bench_switch_exec(int full_save, const char *name) {
   exec_init(&ex, NPRIO_DEFAULT, kmalloc, kfree);
   struct stackful *sf = kmalloc(sizeof *sf);
   void *stack = palloc(KCO_STACK_PAGES);
-  stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, yielder, 0, full_save, 0);
+  stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, full_save ? yielder_full : yielder_cacs,
+                0, full_save, 0);
   bench_sf = sf;
   bench_stop = 0;
   exec_spawn(&ex, stackful_poll, sf, 3, CO_STACKFUL);
@@ -221,6 +262,7 @@ static void bench_main(void *arg) {
   kprintf("BENCH START harts=%u\n", nharts_online);
   bench_spawn();
   bench_dispatch();
+  bench_yield_stackless();
   bench_wake();
   bench_switch_pair(0, "yield_resume_cacs");
   bench_switch_pair(1, "yield_resume_fullsave");
