@@ -8,7 +8,7 @@
 
 typedef unsigned long exec_irqstate_t;
 
-static inline exec_irqstate_t exec_lock_acquire(volatile uint32_t *l) {
+static inline exec_irqstate_t exec_lock_acquire(volatile uint64_t *l) {
   unsigned long s;
   __asm__ volatile("csrrci %0, sstatus, 2" : "=r"(s) :: "memory");   // clear SIE, keep old
   while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
@@ -17,7 +17,7 @@ static inline exec_irqstate_t exec_lock_acquire(volatile uint32_t *l) {
   return s & 2;
 }
 
-static inline void exec_lock_release(volatile uint32_t *l, exec_irqstate_t s) {
+static inline void exec_lock_release(volatile uint64_t *l, exec_irqstate_t s) {
   __atomic_store_n(l, 0, __ATOMIC_RELEASE);
   if (s)
     __asm__ volatile("csrsi sstatus, 2" ::: "memory");

@@ -77,7 +77,7 @@ struct exec_stats {
 };
 
 struct executor {
-  volatile uint32_t lock;
+  volatile uint64_t lock;             // 64-bit: amoswap.d needs no sign extension
   uint32_t nprio;
   uint64_t bitmap;                    // bit p <=> ready[p] non-empty
   struct co_queue ready[NPRIO_MAX];
@@ -138,9 +138,16 @@ static inline uint32_t exec_ctz64_soft(uint64_t x) {
   return table[((x & -x) * 0x022fdd63cc95386dULL) >> 58];
 }
 
-// Used for fetch-highest: the best ready priority is the lowest set bit.
+// ctz of a non-zero byte (entry 0 unused), in executor.c.
+extern const uint8_t exec_ctz8[256];
+
+// Used for fetch-highest: the best ready priority is the lowest set bit. With the
+// default 8 priorities every bitmap fits in the low byte, where a table lookup is
+// 4 instructions.
 static inline uint32_t exec_ctz64(uint64_t x) {
 #if defined(__riscv) && !defined(__riscv_zbb)
+  if (x & 0xff)
+    return exec_ctz8[x & 0xff];
   return exec_ctz64_soft(x);
 #else
   return (uint32_t)__builtin_ctzll(x);

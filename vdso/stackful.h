@@ -27,7 +27,8 @@ struct stackful {
   void (*fn)(void *);
   void *arg;
   uint64_t *stack_lo;                   // lowest word of the stack: canary = its own address
-  int result;                           // CO_YIELD / CO_PENDING / CO_DONE, set by the coroutine
+  int result;                           // full-save only: CO_YIELD / CO_PENDING / CO_DONE
+                                        // (the CACS switch passes it in a register)
   int full_save;
   void (*release)(struct stackful *);   // called on the executor side after CO_DONE
 };
@@ -53,37 +54,62 @@ void stackful_trampoline(void);                                         // switc
 #define CACS_FP_CLOBBERS
 #endif
 
-// The CACS switch. s0 is the frame pointer, which GCC does not let asm clobber,
-// so it is saved explicitly (one store, one load).
-static inline __attribute__((always_inline)) void cacs_switch(struct cacs_ctx *save,
-                                                               const struct cacs_ctx *load) {
-  register struct cacs_ctx *a0 __asm__("a0") = save;
-  register const struct cacs_ctx *a1 __asm__("a1") = load;
-  __asm__ volatile(
-      "la   t1, 1f\n\t"
-      "sd   sp, 0(a0)\n\t"
-      "sd   t1, 8(a0)\n\t"
-      "sd   s0, 16(a0)\n\t"
-      "ld   sp, 0(a1)\n\t"
-      "ld   t1, 8(a1)\n\t"
-      "ld   s0, 16(a1)\n\t"
-      "jr   t1\n"
+// The CACS switch between a coroutine and the executor. Both contexts live in
+// the coroutine's struct stackful, so one base register (a0 = sf) addresses
+// both, and the coroutine's result travels in a1, not through memory. s0 is the
+// frame pointer, which GCC does not let asm clobber, so it is saved explicitly.
+#define CACS_CLOBBERS "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a2", "a3", "a4", \
+  "a5", "a6", "a7", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", \
+  "memory" CACS_FP_CLOBBERS
+
+#define CACS_SWITCH(save, load)                                   \
+      "la   t1, 1f\n\t"                                          \
+      "sd   sp, %[" save "_sp](a0)\n\t"                           \
+      "sd   t1, %[" save "_pc](a0)\n\t"                           \
+      "sd   s0, %[" save "_fp](a0)\n\t"                           \
+      "ld   sp, %[" load "_sp](a0)\n\t"                           \
+      "ld   t1, %[" load "_pc](a0)\n\t"                           \
+      "ld   s0, %[" load "_fp](a0)\n\t"                           \
+      "jr   t1\n"                                                 \
       "1:\n\t"
-      : "+r"(a0), "+r"(a1)
-      :
-      : "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a2", "a3", "a4", "a5", "a6", "a7",
-        "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11",
-        "memory" CACS_FP_CLOBBERS);
+
+#define CACS_OFFSETS                                                              \
+  [co_sp] "i"(offsetof(struct stackful, co_cacs.sp)),                             \
+  [co_pc] "i"(offsetof(struct stackful, co_cacs.pc)),                             \
+  [co_fp] "i"(offsetof(struct stackful, co_cacs.fp)),                             \
+  [ex_sp] "i"(offsetof(struct stackful, exec_cacs.sp)),                           \
+  [ex_pc] "i"(offsetof(struct stackful, exec_cacs.pc)),                           \
+  [ex_fp] "i"(offsetof(struct stackful, exec_cacs.fp))
+
+// Executor side: switch into the coroutine; returns the result it passed back.
+static inline __attribute__((always_inline)) int cacs_enter(struct stackful **sfp) {
+  register struct stackful *a0 __asm__("a0") = *sfp;
+  register long a1 __asm__("a1");
+  __asm__ volatile(CACS_SWITCH("ex", "co")
+                   : "+r"(a0), "=r"(a1)
+                   : CACS_OFFSETS
+                   : CACS_CLOBBERS);
+  *sfp = a0;              // the coroutine hands sf back in a0: no reload needed
+  return (int)a1;
+}
+
+// Coroutine side: switch back to the executor, reporting result.
+static inline __attribute__((always_inline)) void cacs_leave(struct stackful *sf, int result) {
+  register struct stackful *a0 __asm__("a0") = sf;
+  register long a1 __asm__("a1") = result;
+  __asm__ volatile(CACS_SWITCH("co", "ex")
+                   : "+r"(a0), "+r"(a1)
+                   : CACS_OFFSETS
+                   : CACS_CLOBBERS);
 }
 
 // After the coroutine has switched back: check the canary (the bottom word of
 // its stack holds its own address; a deep overflow overwrites it) and collect
 // its result, releasing it if it finished.
-static inline __attribute__((always_inline)) int stackful_after_switch(struct stackful *sf) {
+static inline __attribute__((always_inline)) int stackful_after_switch(struct stackful *sf, int r) {
   uint64_t *lo = sf->stack_lo;
   if (*lo != (uint64_t)(uintptr_t)lo)
     stackful_overflow(sf);
-  int r = sf->result;
   if (r == CO_DONE && sf->release)
     sf->release(sf);
   return r;
@@ -93,13 +119,13 @@ static inline __attribute__((always_inline)) int stackful_after_switch(struct st
 // so that the executor loop itself is the CACS call site. The _cacs/_full
 // variants are for call sites that know the coroutine's kind.
 static inline __attribute__((always_inline)) int stackful_resume_cacs(struct stackful *sf) {
-  cacs_switch(&sf->exec_cacs, &sf->co_cacs);
-  return stackful_after_switch(sf);
+  int r = cacs_enter(&sf);
+  return stackful_after_switch(sf, r);
 }
 
 static inline __attribute__((always_inline)) int stackful_resume_full(struct stackful *sf) {
   full_switch(&sf->exec_full, &sf->co_full);
-  return stackful_after_switch(sf);
+  return stackful_after_switch(sf, sf->result);
 }
 
 static inline __attribute__((always_inline)) int stackful_resume(struct stackful *sf) {
@@ -110,8 +136,7 @@ static inline __attribute__((always_inline)) int stackful_resume(struct stackful
 // (CO_YIELD: run me again; CO_PENDING: block until woken). Inline so that each
 // call site spills only its own live registers.
 static inline __attribute__((always_inline)) void stackful_suspend_cacs(struct stackful *sf, int result) {
-  sf->result = result;
-  cacs_switch(&sf->co_cacs, &sf->exec_cacs);
+  cacs_leave(sf, result);
 }
 
 static inline __attribute__((always_inline)) void stackful_suspend_full(struct stackful *sf, int result) {

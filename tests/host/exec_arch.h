@@ -5,12 +5,12 @@
 #define EXEC_ARCH_H
 #include <sched.h>
 typedef int exec_irqstate_t;
-static inline exec_irqstate_t exec_lock_acquire(volatile uint32_t *l) {
+static inline exec_irqstate_t exec_lock_acquire(volatile uint64_t *l) {
   while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
     sched_yield();
   return 0;
 }
-static inline void exec_lock_release(volatile uint32_t *l, exec_irqstate_t s) {
+static inline void exec_lock_release(volatile uint64_t *l, exec_irqstate_t s) {
   (void)s;
   __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }

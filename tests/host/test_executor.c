@@ -226,6 +226,8 @@ static void test_ten_thousand_alive(void) {
 }
 
 static void test_ctz_soft(void) {
+  for (int b = 1; b < 256; b++)
+    CHECK_EQ(exec_ctz8[b], __builtin_ctz((unsigned)b));
   for (int i = 0; i < 64; i++) {
     CHECK_EQ(exec_ctz64_soft(1ULL << i), i);
     CHECK_EQ(exec_ctz64_soft(~0ULL << i), i);
