@@ -2,7 +2,8 @@
 # Coral's whole test suite, as run by `make test` (and by CI through .ci/run):
 #   1. host unit tests (native gcc, ASan + UBSan): executor, allocators, DTB parser
 #   2. kernel tests inside QEMU on 1 and 4 harts (tests/kernel/, bootargs test=all)
-#   3. boot matrix: 1..8 harts, 128 MiB..2 GiB; the banner must report them
+#   3. boot matrix: 1..8 harts, 128 MiB..2 GiB; the banner must report them;
+#      the SBI timer fallback (a CPU without Sstc); the console monitor over the UART
 #   4. kernel fault report: registers and a backtrace, then a failure shutdown
 # Every check prints "PASS name" or "FAIL name: why"; the last line is
 # "N passed, N failed" and the exit status is non-zero if anything failed.
@@ -104,6 +105,29 @@ for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
     fail "boot/smp$smp-$mem" "banner missing or wrong: $(grep -m1 'Coral:' "$log" | tr -d '\r') (see $log)"
   fi
 done
+
+# ---- 3b. without Sstc the kernel falls back to SBI timer calls ----
+log=$LOGS/sbi-timer.log
+timeout "$QEMU_LIMIT" "$QEMU" -machine virt -cpu rv64,sstc=off -bios "$OPENSBI" \
+  -kernel "$BUILD/kernel.elf" -nographic -smp 2 -m 256M -append "test=timer" < /dev/null > "$log" 2>&1
+if grep -q "timer sbi" "$log" && grep -q "^KTEST DONE passed=[1-9][0-9]* failed=0" "$log"; then
+  pass "timer/sbi-fallback"
+else
+  fail "timer/sbi-fallback" "banner must say 'timer sbi' and the timer tests must pass (see $log)"
+fi
+
+# ---- 3c. the console monitor, typed at through the UART (interrupt-driven input) ----
+log=$LOGS/console.log
+{ sleep 2; printf 'stats\r'; sleep 0.5; printf 'check\r'; sleep 0.5; printf 'sleep 20\r'
+  sleep 0.5; printf 'bogus\r'; sleep 0.5; printf 'poweroff\r'; } |
+  timeout 60 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
+    -smp 2 -m 256M > "$log" 2>&1
+if grep -q "^hart 1 (id" "$log" && grep -q "executor invariants hold" "$log" &&
+   grep -q "slept 20 ms" "$log" && grep -q "unknown command 'bogus'" "$log" && grep -q "^bye" "$log"; then
+  pass "console/monitor"
+else
+  fail "console/monitor" "the monitor did not answer as expected (see $log)"
+fi
 
 # ---- 4. a kernel fault prints a full report and shuts the machine down ----
 log=$LOGS/fault.log
