@@ -54,6 +54,15 @@ $(BUILD)/%.S.o: %.S | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(KCFLAGS) -c $< -o $@
 
+# User programs (user/user.mk defines UPROGS and UBINS) and the archive of them
+# that the kernel image carries (scripts/mkinitrd.py, embedded by kernel/initrd.S).
+include user/user.mk
+INITRD := $(BUILD)/initrd.img
+$(INITRD): $(UBINS) scripts/mkinitrd.py
+	python3 scripts/mkinitrd.py $@ $(UBINS)
+$(BUILD)/kernel/initrd.S.o: $(INITRD)
+$(BUILD)/kernel/initrd.S.o: KCFLAGS += -DINITRD_PATH=\"$(INITRD)\"
+
 $(KERNEL): $(KOBJ) linker.ld
 	$(CC) $(KCFLAGS) $(KLDFLAGS) $(KOBJ) -o $@ -lgcc
 	$(OBJDUMP) -d $@ > $(BUILD)/kernel.asm

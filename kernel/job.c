@@ -7,6 +7,7 @@
 #include "bench.h"
 #include "kco.h"
 #include "sbi.h"
+#include "proc.h"
 
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
 // Returns 1 if the key is present (with or without a value).
@@ -39,9 +40,40 @@ static void provoke_fault(void *arg) {
   (void)*bad;
 }
 
+// ---- the first user process ----
+static int init_pid;
+static int shutdown_when_init_exits;
+
+// Called by proc_exit for every process; the first one's end may end the run.
+void userinit_exited(int pid, int status) {
+  if (pid != init_pid)
+    return;
+  kprintf("coral: init (pid %d) exited with status %d\n", pid, status);
+  if (shutdown_when_init_exits)
+    sbi_shutdown(status != 0);
+}
+
+// Start `init` (which starts the shell), or with user=PROG, `init PROG`, and
+// shut down with its status when it ends (the form the tests use).
+static int start_init(const char *prog) {
+  char *argv[3] = { "init", (char *)prog, 0 };
+  int err;
+  struct proc *p = proc_spawn("init", prog ? 2 : 1, argv, 0, &err);
+  if (!p) {
+    kprintf("coral: cannot start init: error %d\n", err);
+    return -1;
+  }
+  init_pid = p->pid;
+  shutdown_when_init_exits = prog != 0;
+  return 0;
+}
+
 void start_main_job(const char *args) {
   char val[64];
-  if (bootarg(args, "test", val, sizeof val))
+  if (bootarg(args, "user", val, sizeof val)) {
+    if (start_init(val) != 0)
+      sbi_shutdown(1);
+  } else if (bootarg(args, "test", val, sizeof val))
     ktest_start(val);
   else if (bootarg(args, "bench", val, sizeof val))
     bench_start();
@@ -50,6 +82,6 @@ void start_main_job(const char *args) {
     sbi_shutdown(0);
   } else if (bootarg(args, "fault", val, sizeof val))
     kco_spawn_stackful(provoke_fault, 0, 0, 0);
-  else
+  else if (bootarg(args, "monitor", val, sizeof val) || start_init(0) != 0)
     monitor_start();
 }

@@ -3,6 +3,9 @@
 // joins the executor loop. Every hart ends in sched_loop().
 #include "board.h"
 #include "hart.h"
+#include "initrd.h"
+#include "proc.h"
+#include "switcher.h"
 #include "kco.h"
 #include "klib.h"
 #include "kmalloc.h"
@@ -22,6 +25,7 @@ uint32_t nharts_online;
 struct board board;
 
 extern char _kernel_end[];
+extern const char _initrd_start[], _initrd_end[];
 extern void secondary_entry(void);
 
 static void set_tp(struct hart *h) { __asm__ volatile("mv tp, %0" :: "r"(h)); }
@@ -93,6 +97,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
   plic_init();
   uart_init();
   sched_init();
+  proc_init();
   start_secondaries();
 
   struct palloc_stats ps;
@@ -106,6 +111,9 @@ void kmain(uint64_t hartid, uint64_t dtb) {
     kprintf("coral: the device tree lists %u harts; using %u\n", board.nharts_found, BOARD_MAX_HARTS);
   if (nharts_online < board.nharts)
     kprintf("coral: only %u of %u harts came online\n", nharts_online, board.nharts);
+  if (initrd_open(_initrd_start, (size_t)(_initrd_end - _initrd_start)) != 0)
+    kprintf("coral: no valid program archive in the kernel image\n");
+  switcher_start();
   start_main_job(board.bootargs);
   sched_loop();
 }

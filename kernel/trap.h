@@ -13,4 +13,7 @@ struct trapframe {
 void trap_init_hart(void);     // install the vector, enable interrupt sources
 void kernel_trap(struct trapframe *tf);
 void trap_report(const struct trapframe *tf);
+// Handle an interrupt cause (scause with bit 63 set); 0 if it is not one we know.
+int trap_interrupt(uint64_t cause);
+const char *trap_exception_name(uint64_t cause);
 #endif

@@ -72,10 +72,14 @@ static int rx_pop(int *c) {
   return ok;
 }
 
-int console_getc(void) {
-  int c = 0;
-  KCO_WAIT_UNTIL(&rx_wait, rx_pop(&c));
-  return c;
+int console_trygetc(int *c) { return rx_pop(c); }
+
+int console_getc(void) { return console_getc_killable(0); }
+
+int console_getc_killable(volatile int *killed) {
+  int c = 0, got = 0;
+  KCO_WAIT_UNTIL(&rx_wait, (got = rx_pop(&c)) || (killed && *killed));
+  return got ? c : -1;
 }
 
 uint64_t uart_rx_count(void) { return rx_count; }

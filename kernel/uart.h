@@ -9,6 +9,10 @@ void uart_putc(int c);
 void uart_interrupt(void);
 // Blocking read of one byte (stackful coroutines only).
 int console_getc(void);
+int console_trygetc(int *c);
+// Like console_getc, but gives up and returns -1 once *killed becomes non-zero
+// (the killer wakes the waiting coroutine).
+int console_getc_killable(volatile int *killed);     // 1 and a byte if one is buffered, else 0
 uint64_t uart_rx_count(void);    // bytes received, for `stats`
 uint64_t uart_rx_dropped(void);  // bytes lost because the ring was full
 #endif

@@ -82,6 +82,8 @@ void kvm_enable_hart(void) {
   sfence_vma();
 }
 
+pte_t *kvm_root(void) { return kroot; }
+
 pte_t kvm_lookup(uint64_t va) {
   pte_t *table = kroot;
   for (int l = LEVELS - 1; l >= 0; l--) {

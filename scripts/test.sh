@@ -45,8 +45,10 @@ declare -A HOST_SRCS=(
   [test_executor]="vdso/executor.c tests/host/test_executor.c"
   [test_alloc]="kernel/palloc.c kernel/kmalloc.c tests/host/spinlock_host.c tests/host/test_alloc.c"
   [test_fdt]="kernel/fdt.c kernel/board.c tests/host/test_fdt.c"
+  [test_elf]="kernel/elf.c tests/host/test_elf.c"
+  [test_initrd]="kernel/initrd.c tests/host/test_initrd.c"
 )
-for t in test_executor test_alloc test_fdt; do
+for t in test_executor test_alloc test_fdt test_elf test_initrd; do
   bin=$BUILD/host/$t
   if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
     fail "host/$t" "does not build (see $LOGS/$t.build.log)"
@@ -93,6 +95,17 @@ for smp in 1 4; do
   fi
 done
 
+# ---- 2b. user processes: usertests feeds every system call bad input, kills
+#      faulting children and checks the kernel's counters return to baseline ----
+for smp in 1 2; do
+  log=$LOGS/usertests-smp$smp.log
+  run_qemu "$log" "$smp" 256M "user=usertests"
+  tally "user-smp$smp/" "$log" "usertests: PASS " "usertests: FAIL "
+  if ! grep -q "coral: init (pid 1) exited with status 0" "$log"; then
+    fail "user-smp$smp/run" "usertests did not end with status 0 (see $log)"
+  fi
+done
+
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
 for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
   smp=${cfg%%:*} mem=${cfg#*:}
@@ -121,12 +134,25 @@ log=$LOGS/console.log
 { sleep 2; printf 'stats\r'; sleep 0.5; printf 'check\r'; sleep 0.5; printf 'sleep 20\r'
   sleep 0.5; printf 'bogus\r'; sleep 0.5; printf 'poweroff\r'; } |
   timeout 60 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
-    -smp 2 -m 256M > "$log" 2>&1
+    -smp 2 -m 256M -append monitor > "$log" 2>&1
 if grep -q "^hart 1 (id" "$log" && grep -q "executor invariants hold" "$log" &&
    grep -q "slept 20 ms" "$log" && grep -q "unknown command 'bogus'" "$log" && grep -q "^bye" "$log"; then
   pass "console/monitor"
 else
   fail "console/monitor" "the monitor did not answer as expected (see $log)"
+fi
+
+# ---- 3d. the default boot: init starts the shell, which runs programs by name ----
+log=$LOGS/shell.log
+{ sleep 2; printf 'hello a b\r'; sleep 1; printf 'echo one two\r'; sleep 1
+  printf 'nosuchprog\r'; sleep 1; printf 'pipetest\r'; sleep 2; } |
+  timeout 60 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
+    -smp 2 -m 256M > "$log" 2>&1
+if tr -d '\r' < "$log" | grep -q '^  argv\[2\] = "b"' && tr -d '\r' < "$log" | grep -q '^one two$' &&
+   grep -q "nosuchprog: no such program" "$log" && ! grep -q "pipetest.*FAIL" "$log"; then
+  pass "shell/programs"
+else
+  fail "shell/programs" "the shell did not run hello/echo/pipetest as expected (see $log)"
 fi
 
 # ---- 4. a kernel fault prints a full report and shuts the machine down ----

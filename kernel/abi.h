@@ -1,0 +1,76 @@
+// The user-kernel ABI: system call numbers, error numbers and fixed user
+// addresses. Shared by the kernel and by user/ (which includes this file), so it
+// holds only #defines and plain structs. docs/ABI.md explains each call.
+//
+// Calling convention: a7 = call number, a0..a5 = arguments, `ecall`;
+// the result comes back in a0: >= 0 on success, -errno on failure.
+#ifndef CORAL_ABI_H
+#define CORAL_ABI_H
+
+// ---- system calls ----
+#define SYS_exit 1        // exit(int status)                      -> does not return
+#define SYS_getpid 2      // getpid()                              -> pid
+#define SYS_write 3       // write(int fd, const void *buf, long n) -> bytes written
+#define SYS_read 4        // read(int fd, void *buf, long n)        -> bytes read, 0 = end of file
+#define SYS_close 5       // close(int fd)                         -> 0
+#define SYS_pipe 6        // pipe(int fds[2])                      -> 0; fds[0] reads, fds[1] writes
+#define SYS_sleep 7       // sleep(long ms)                        -> 0
+#define SYS_yield 8       // yield()                               -> 0
+#define SYS_spawn 9       // spawn(const char *name, const char *const argv[]) -> child pid
+#define SYS_wait 10       // wait(int pid, int *status)            -> pid of the reaped child; pid -1 = any
+#define SYS_kill 11       // kill(int pid)                         -> 0; the process exits with status -1
+#define SYS_brk 12        // brk(void *addr)                       -> the new break (addr 0: query)
+#define SYS_uptime 13     // uptime()                              -> milliseconds since boot
+#define SYS_kstat 14      // kstat(int what)                       -> a kernel counter (KSTAT_*), for tests
+#define NSYSCALL 15
+
+// kstat() selectors: counters that user tests compare before and after.
+#define KSTAT_FREE_PAGES 1
+#define KSTAT_KMALLOC_BYTES 2
+#define KSTAT_KMALLOC_OBJECTS 3
+#define KSTAT_LIVE_COROUTINES 4
+#define KSTAT_NPROCS 5
+
+// ---- errors (returned negated) ----
+#define EPERM 1
+#define ENOENT 2
+#define ESRCH 3
+#define EINTR 4
+#define EIO 5
+#define E2BIG 7
+#define ENOEXEC 8
+#define EBADF 9
+#define ECHILD 10
+#define EAGAIN 11
+#define ENOMEM 12
+#define EFAULT 14
+#define EINVAL 22
+#define EMFILE 24
+#define EPIPE 32
+#define ENAMETOOLONG 36
+#define ENOSYS 38
+#define EINPROGRESS 115
+
+// ---- limits ----
+#define NOFILE 16               // open descriptors per process
+#define MAXARG 16               // argv entries for spawn
+#define MAXARGLEN 128           // bytes per argv string, including the NUL
+#define MAXNAME 32              // program name, including the NUL
+#define PIPE_SIZE 4096
+
+// ---- fixed user addresses (Sv39, lower half; the kernel owns 0x80000000 and up) ----
+#define USER_BASE 0x10000UL             // programs are linked here
+#define USER_STACK_TOP 0x7ff00000UL     // initial sp (argv strings sit just below)
+#define USER_STACK_SIZE 0x10000UL       // 64 KiB; the page below it is an unmapped guard
+#define USER_HEAP_MAX 0x60000000UL      // brk may not pass this
+#define USER_VDSO 0x70000000UL          // the shared scheduler image (issue 3, next step)
+#define USER_EXEC_PAGE 0x70100000UL     // the process's executor state (RW)
+#define USER_RING 0x70200000UL          // the completion ring (RW, shared with the kernel)
+#define USER_VVAR 0x70300000UL          // read-only kernel data (global priority bitmap)
+
+// Standard descriptors: every process starts with the console on 0, 1 and 2.
+#define STDIN 0
+#define STDOUT 1
+#define STDERR 2
+
+#endif

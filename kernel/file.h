@@ -1,0 +1,35 @@
+// Open files: the console and the two ends of pipes, reference-counted so that
+// a child can share its parent's descriptors.
+//
+// Reads and writes come in two forms. With may_block = 0 they never wait and
+// return -EAGAIN when they would have to; the system-call layer then hands the
+// call to a kernel coroutine, which repeats it with may_block = 1 (and must be
+// a stackful coroutine).
+#ifndef FILE_H
+#define FILE_H
+#include <stdint.h>
+#include "uvm.h"
+
+enum file_type { F_CONSOLE = 1, F_PIPE_READ, F_PIPE_WRITE };
+
+struct pipe;
+
+struct file {
+  enum file_type type;
+  int ref;                      // guarded by the file table lock
+  struct pipe *pipe;
+};
+
+struct file *file_console(void);              // a new reference to the console
+struct file *file_dup(struct file *f);
+void file_close(struct file *f);
+int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
+// Transfer between the file and user memory at uva in pagetable pt.
+// killed (may be NULL) is polled while blocked: a kill ends the wait with -EINTR.
+long file_read(struct file *f, pte_t *pt, uint64_t uva, long n, int may_block, volatile int *killed);
+long file_write(struct file *f, pte_t *pt, uint64_t uva, long n, int may_block, volatile int *killed);
+// Wake whoever waits on f (used by kill).
+void file_wake_all(struct file *f);
+uint64_t file_live_count(void);               // open file objects (tests)
+
+#endif

@@ -1,0 +1,297 @@
+// Processes: creation from the program archive, the run queue, exit, wait, kill.
+#include "proc.h"
+#include "elf.h"
+#include "file.h"
+#include "hart.h"
+#include "initrd.h"
+#include "kco.h"
+#include "klib.h"
+#include "kmalloc.h"
+#include "main.h"
+#include "palloc.h"
+#include "printf.h"
+
+static struct proc procs[NPROC];
+static struct spinlock ptable_lock = SPINLOCK_INIT("ptable");   // state, pids, parent links
+static int next_pid = 1;
+
+static struct spinlock runq_lock = SPINLOCK_INIT("runq");
+static struct proc *rq_head, *rq_tail;
+static struct waitq runq_wait;                                   // idle switching coroutines
+
+void proc_init(void) {
+  waitq_init(&runq_wait, "runq");
+  for (int i = 0; i < NPROC; i++) {
+    spin_init(&procs[i].lock, "proc");
+    waitq_init(&procs[i].child_exit, "wait");
+  }
+}
+
+int proc_count(void) {
+  int n = 0;
+  spin_lock(&ptable_lock);
+  for (int i = 0; i < NPROC; i++)
+    n += procs[i].state != P_FREE;
+  spin_unlock(&ptable_lock);
+  return n;
+}
+
+// ---- run queue ----
+void proc_make_runnable(struct proc *p) {
+  spin_lock(&runq_lock);
+  p->state = P_RUNNABLE;
+  p->rq_next = 0;
+  if (rq_tail)
+    rq_tail->rq_next = p;
+  else
+    rq_head = p;
+  rq_tail = p;
+  spin_unlock(&runq_lock);
+  waitq_wake_one(&runq_wait);
+}
+
+int proc_runq_length(void) {
+  int n = 0;
+  spin_lock(&runq_lock);
+  for (struct proc *p = rq_head; p; p = p->rq_next)
+    n++;
+  spin_unlock(&runq_lock);
+  return n;
+}
+
+static struct proc *runq_pop(void) {
+  spin_lock(&runq_lock);
+  struct proc *p = rq_head;
+  if (p) {
+    rq_head = p->rq_next;
+    if (!rq_head)
+      rq_tail = 0;
+    p->state = P_RUNNING;
+  }
+  spin_unlock(&runq_lock);
+  return p;
+}
+
+struct proc *runq_pop_wait(void) {
+  struct proc *p = 0;
+  KCO_WAIT_UNTIL(&runq_wait, (p = runq_pop()) != 0);
+  return p;
+}
+
+// ---- creation ----
+static struct proc *alloc_slot(void) {
+  spin_lock(&ptable_lock);
+  for (int i = 0; i < NPROC; i++) {
+    struct proc *p = &procs[i];
+    if (p->state == P_FREE) {
+      p->state = P_EMBRYO;
+      p->pid = next_pid++;
+      spin_unlock(&ptable_lock);
+      return p;
+    }
+  }
+  spin_unlock(&ptable_lock);
+  return 0;
+}
+
+// Free everything a process holds except its slot (files, address space).
+static void release_resources(struct proc *p) {
+  for (int fd = 0; fd < NOFILE; fd++)
+    if (p->ofile[fd]) {
+      file_close(p->ofile[fd]);
+      p->ofile[fd] = 0;
+    }
+  uvm_free(p->pagetable);
+  p->pagetable = 0;
+}
+
+static void free_slot(struct proc *p) {   // ptable_lock held
+  p->state = P_FREE;
+  p->parent = 0;
+  p->killed = 0;
+  p->worker = 0;
+  p->name[0] = 0;
+}
+
+static uint64_t elf_perm(uint32_t flags) {
+  return ((flags & ELF_R) ? PTE_R : 0) | ((flags & ELF_W) ? PTE_W : 0) | ((flags & ELF_X) ? PTE_X : 0);
+}
+
+// Lay out argv at the top of the stack: the strings, then the pointer array.
+static int push_args(struct proc *p, int argc, char *const argv[], uint64_t *sp_out, uint64_t *argv_out) {
+  uint64_t sp = USER_STACK_TOP, ptrs[MAXARG + 1];
+  for (int i = argc - 1; i >= 0; i--) {
+    size_t len = strlen(argv[i]) + 1;
+    sp -= len;
+    if (copyout(p->pagetable, sp, argv[i], len) < 0)
+      return -E2BIG;
+    ptrs[i] = sp;
+  }
+  ptrs[argc] = 0;
+  sp = ALIGN_DOWN(sp - (uint64_t)(argc + 1) * 8, 16);
+  if (copyout(p->pagetable, sp, ptrs, (size_t)(argc + 1) * 8) < 0)
+    return -E2BIG;
+  *sp_out = sp;
+  *argv_out = sp;
+  return 0;
+}
+
+static int load_program(struct proc *p, const char *name, int argc, char *const argv[]) {
+  const void *img;
+  size_t size;
+  struct elf_info info;
+  if (initrd_find(name, &img, &size) != 0)
+    return -ENOENT;
+  int err = elf_parse(img, size, &info);
+  if (err)
+    return err;
+  if (!(p->pagetable = uvm_create()))
+    return -ENOMEM;
+  for (uint32_t i = 0; i < info.nsegs; i++) {
+    struct elf_seg *s = &info.seg[i];
+    if (uvm_alloc(p->pagetable, s->vaddr, s->vaddr + s->memsz, elf_perm(s->flags)) < 0)
+      return -ENOMEM;
+    if (uvm_load(p->pagetable, s->vaddr, (const char *)img + s->offset, s->filesz) < 0)
+      return -ENOEXEC;
+  }
+  // The stack; the page below it stays unmapped as a guard.
+  if (uvm_alloc(p->pagetable, USER_STACK_TOP - USER_STACK_SIZE, USER_STACK_TOP, PTE_R | PTE_W) < 0)
+    return -ENOMEM;
+  uint64_t sp, uargv;
+  if ((err = push_args(p, argc, argv, &sp, &uargv)) != 0)
+    return err;
+  p->heap_base = p->brk = info.end;
+  memset(&p->uc, 0, sizeof p->uc);
+  p->uc.pc = info.entry;
+  p->uc.x[REG_SP] = sp;
+  p->uc.x[REG_A0] = (uint64_t)argc;
+  p->uc.x[REG_A1] = uargv;
+  return 0;
+}
+
+struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct proc *parent, int *err) {
+  struct proc *p = alloc_slot();
+  if (!p) {
+    *err = -EAGAIN;
+    return 0;
+  }
+  size_t n = strnlen(name, MAXNAME - 1);
+  memcpy(p->name, name, n);
+  p->name[n] = 0;
+  p->syscalls = p->traps = 0;
+  *err = load_program(p, name, argc, argv);
+  // Standard descriptors: shared with the parent, or the console.
+  for (int fd = 0; fd < 3 && !*err; fd++) {
+    struct file *f = parent && parent->ofile[fd] ? file_dup(parent->ofile[fd]) : file_console();
+    if (!f)
+      *err = -ENOMEM;
+    p->ofile[fd] = f;
+  }
+  if (*err) {
+    release_resources(p);
+    spin_lock(&ptable_lock);
+    free_slot(p);
+    spin_unlock(&ptable_lock);
+    return 0;
+  }
+  spin_lock(&ptable_lock);
+  p->parent = parent;
+  spin_unlock(&ptable_lock);
+  proc_make_runnable(p);
+  return p;
+}
+
+// ---- exit, wait, kill ----
+void proc_exit(struct proc *p, int status) {
+  int pid = p->pid;           // an orphan's slot may be reused once it is freed below
+  release_resources(p);       // the caller has already switched to the kernel page table
+  spin_lock(&ptable_lock);
+  for (int i = 0; i < NPROC; i++) {
+    struct proc *c = &procs[i];
+    if (c->state != P_FREE && c->parent == p) {
+      c->parent = 0;          // orphans are freed when they exit
+      if (c->state == P_ZOMBIE)
+        free_slot(c);
+    }
+  }
+  struct proc *parent = p->parent;
+  p->exit_status = status;
+  if (parent)
+    p->state = P_ZOMBIE;
+  else
+    free_slot(p);
+  spin_unlock(&ptable_lock);
+  if (parent)
+    waitq_wake_all(&parent->child_exit);
+  userinit_exited(pid, status);
+}
+
+// A zombie child matching pid, or 0; *any_child says whether one exists at all.
+static struct proc *find_child(struct proc *p, int pid, int *any_child) {
+  *any_child = 0;
+  for (int i = 0; i < NPROC; i++) {
+    struct proc *c = &procs[i];
+    if (c->state == P_FREE || c->parent != p || (pid != -1 && c->pid != pid))
+      continue;
+    *any_child = 1;
+    if (c->state == P_ZOMBIE)
+      return c;
+  }
+  return 0;
+}
+
+static int zombie_ready(struct proc *p, int pid) {
+  int any;
+  spin_lock(&ptable_lock);
+  int r = find_child(p, pid, &any) != 0 || !any;
+  spin_unlock(&ptable_lock);
+  return r;
+}
+
+int proc_wait(struct proc *p, int pid, int *status, int may_block) {
+  for (;;) {
+    int any;
+    spin_lock(&ptable_lock);
+    struct proc *c = find_child(p, pid, &any);
+    if (c) {
+      int cpid = c->pid;
+      *status = c->exit_status;
+      free_slot(c);
+      spin_unlock(&ptable_lock);
+      return cpid;
+    }
+    spin_unlock(&ptable_lock);
+    if (!any)
+      return -ECHILD;
+    if (!may_block)
+      return -EAGAIN;
+    KCO_WAIT_UNTIL(&p->child_exit, p->killed || zombie_ready(p, pid));
+    if (p->killed)
+      return -EINTR;
+  }
+}
+
+int proc_kill(int pid) {
+  if (pid <= 0)
+    return -ESRCH;
+  spin_lock(&ptable_lock);
+  struct proc *victim = 0;
+  for (int i = 0; i < NPROC; i++) {
+    struct proc *p = &procs[i];
+    if (p->pid == pid && p->state != P_FREE && p->state != P_ZOMBIE && p->state != P_EMBRYO)
+      victim = p;
+  }
+  if (!victim) {
+    spin_unlock(&ptable_lock);
+    return -ESRCH;
+  }
+  victim->killed = 1;
+  cid_t worker = victim->worker;
+  spin_unlock(&ptable_lock);
+  // A blocked call re-checks `killed` when woken; a running process sees it at
+  // its next trap (the timer tick at the latest).
+  if (worker)
+    kco_wake(worker);
+  waitq_wake_all(&victim->child_exit);
+  return 0;
+}

@@ -1,0 +1,68 @@
+// Processes. A process is an address space, open files, and one user context;
+// it runs when a switching coroutine (kernel/switcher.c) picks it from the run
+// queue and enters U-mode with user_return(). Traps come back as the return of
+// that call. Blocking system calls run as kernel coroutines (kernel/syscall.c)
+// while the process waits in P_BLOCKED.
+#ifndef PROC_H
+#define PROC_H
+#include <stdint.h>
+#include "abi.h"
+#include "executor.h"
+#include "spinlock.h"
+#include "uvm.h"
+#include "waitq.h"
+
+#define NPROC 64
+
+// Saved by user_return/uservec (kernel/uservec.S); offsets are fixed there.
+struct uctx {
+  uint64_t k[15];        // kernel side: ra, sp, s0..s11, tp        (0..112)
+  uint64_t x[32];        // user x0..x31 (x[0] unused)              (120..368)
+  uint64_t pc;           // user pc                                 (376)
+};
+#define REG_SP 2
+#define REG_A0 10
+#define REG_A1 11
+#define REG_A7 17
+
+enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_BLOCKED, P_ZOMBIE };
+
+struct file;
+
+struct proc {
+  struct uctx uc;                 // first: uservec finds it through sscratch
+  struct spinlock lock;           // state, killed, parent/child links
+  enum proc_state state;
+  int pid;
+  char name[MAXNAME];
+  pte_t *pagetable;
+  uint64_t heap_base, brk;        // brk in [heap_base, USER_HEAP_MAX]
+  struct file *ofile[NOFILE];
+  struct proc *parent;
+  int exit_status;
+  int killed;
+  cid_t worker;                   // kernel coroutine serving a blocking call, or 0
+  struct waitq child_exit;        // the parent's wait() sleeps here
+  struct proc *rq_next;           // run-queue link
+  uint64_t syscalls, traps;       // counters
+};
+
+void proc_init(void);
+// Create a process running program `name` with argv (kernel copies). Returns the
+// new process (P_RUNNABLE and queued) or NULL with *err set to a negative errno.
+struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct proc *parent, int *err);
+void proc_make_runnable(struct proc *p);
+struct proc *runq_pop_wait(void);
+int proc_runq_length(void);                 // runnable processes waiting for a switcher          // block the calling stackful coroutine until one is runnable
+void proc_exit(struct proc *p, int status); // called by the switcher that runs p
+int proc_kill(int pid);
+int proc_count(void);
+struct proc *proc_by_pid(int pid);          // caller must hold nothing; returns a live one or NULL
+// Wait for a child (pid or -1) to exit; status is written to *status_kernel.
+// may_block 0: returns -EAGAIN instead of blocking.
+int proc_wait(struct proc *p, int pid, int *status_kernel, int may_block);
+
+// kernel/uservec.S
+void user_return(struct uctx *uc);
+
+#endif

@@ -1,0 +1,102 @@
+// The switching coroutines: COPS's bridge between kernel coroutines and user
+// processes. Each is a stackful kernel coroutine; there is one per hart, so as
+// many processes as harts can run at once. A switcher takes a runnable process,
+// enters U-mode with user_return(), and gets control back at the process's next
+// trap as the return of that call:
+//   - system call: handled here if it needs no waiting (then straight back to
+//     user mode, no page-table switch); otherwise a kernel coroutine takes it
+//     over and the switcher moves on to another process;
+//   - interrupt: handled; on a timer tick the process goes to the back of the
+//     run queue if others are waiting, so a process that spins delays others by
+//     at most a tick; and whenever a kernel coroutine of better priority than the
+//     switcher is ready, the switcher yields to it before resuming user code;
+//   - exception: the process is killed alone (status -1) and all it held freed.
+#include "switcher.h"
+#include "hart.h"
+#include "kco.h"
+#include "printf.h"
+#include "proc.h"
+#include "riscv.h"
+#include "syscall.h"
+#include "trap.h"
+
+static uint64_t kills_by_fault;
+
+uint64_t switcher_fault_kills(void) { return kills_by_fault; }
+
+static int others_waiting(void);
+
+enum run_end { RUN_BLOCKED, RUN_PREEMPTED, RUN_EXITED };
+
+static enum run_end run_process(struct proc *p) {
+  uvm_activate(p->pagetable);
+  for (;;) {
+    if (p->killed) {
+      uvm_activate(0);
+      proc_exit(p, -1);
+      return RUN_EXITED;
+    }
+    intr_off();                 // stvec points at uservec until the trap
+    user_return(&p->uc);
+    uint64_t cause = csr_read(scause), stval = csr_read(stval);
+    p->traps++;
+    if (cause & SCAUSE_INTERRUPT) {
+      trap_interrupt(cause);
+      intr_on();
+      if ((cause & ~SCAUSE_INTERRUPT) == IRQ_S_TIMER && others_waiting())
+        return RUN_PREEMPTED;
+    } else if (cause == EXC_ECALL_U) {
+      intr_on();
+      p->uc.pc += 4;
+      switch (syscall_dispatch(p)) {
+      case SC_DONE:
+        break;
+      case SC_BLOCKED:          // p belongs to its kernel coroutine now
+        return RUN_BLOCKED;
+      case SC_YIELD:
+        if (others_waiting())
+          return RUN_PREEMPTED;
+        break;
+      case SC_EXIT:
+        uvm_activate(0);
+        proc_exit(p, (int)p->uc.x[REG_A0]);
+        return RUN_EXITED;
+      }
+    } else {
+      intr_on();
+      kprintf("coral: pid %d (%s) killed: %s at pc %p, stval %p\n", p->pid, p->name,
+              trap_exception_name(cause), (void *)p->uc.pc, (void *)stval);
+      __atomic_fetch_add(&kills_by_fault, 1, __ATOMIC_RELAXED);
+      uvm_activate(0);
+      proc_exit(p, -1);
+      return RUN_EXITED;
+    }
+    // Better-priority kernel work first (cooperative priority, as in COPS).
+    // The switcher may resume on another hart, whose satp is someone else's:
+    // load p's page table again before going back to user mode.
+    if (exec_best_prio(&kexec) < SWITCHER_PRIO) {
+      kco_yield();
+      uvm_activate(p->pagetable);
+    }
+  }
+}
+
+static void switcher_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    struct proc *p = runq_pop_wait();
+    if (run_process(p) == RUN_PREEMPTED) {
+      uvm_activate(0);
+      proc_make_runnable(p);
+      kco_yield();
+    }
+  }
+}
+
+static int others_waiting(void) { return proc_runq_length() > 0; }
+
+void switcher_start(void) {
+  for (uint32_t i = 0; i < nharts_online; i++)
+    if (kco_spawn_stackful(switcher_main, 0, SWITCHER_PRIO, 0) < 0)
+      kpanic("switcher: cannot spawn");
+}

@@ -1,0 +1,8 @@
+// Switching coroutines (kernel/switcher.c): they run user processes.
+#ifndef SWITCHER_H
+#define SWITCHER_H
+#include <stdint.h>
+#define SWITCHER_PRIO 6      // below kernel services (0..5), above idle work (7)
+void switcher_start(void);   // one per online hart
+uint64_t switcher_fault_kills(void);
+#endif

@@ -1,0 +1,289 @@
+// System-call dispatch. Every call validates its arguments: a bad pointer, length,
+// descriptor or pid gets a negative errno, never a kernel fault.
+//
+// Blocking calls are tried inline first. One that would have to wait returns
+// WOULD_BLOCK, and the call is handed to a stackful kernel coroutine, which repeats
+// it with may_block = 1 and makes the process runnable again when it is done. The
+// process meanwhile sits in P_BLOCKED, and the switching coroutine runs others.
+// This is the COPS model: a system call becomes a kernel coroutine.
+#include "syscall.h"
+#include "file.h"
+#include "hart.h"
+#include "kco.h"
+#include "klib.h"
+#include "kmalloc.h"
+#include "palloc.h"
+#include "printf.h"
+#include "riscv.h"
+#include "timer.h"
+
+#define WOULD_BLOCK (-1000)        // internal: never returned to user space
+#define WORKER_PRIO 5
+
+static uint64_t arg(struct proc *p, int n) { return p->uc.x[REG_A0 + n]; }
+
+static struct file *fd_file(struct proc *p, uint64_t fd) {
+  return fd < NOFILE ? p->ofile[fd] : 0;
+}
+
+static int fd_alloc(struct proc *p, struct file *f) {
+  for (int fd = 0; fd < NOFILE; fd++)
+    if (!p->ofile[fd]) {
+      p->ofile[fd] = f;
+      return fd;
+    }
+  return -EMFILE;
+}
+
+// Is all of [uva, uva + len) mapped for the user with permission perm? Checked
+// before a call does anything, so a bad buffer fails the whole call cleanly
+// (-EFAULT) instead of after a partial transfer that cannot be undone.
+static int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm) {
+  if (uva + len < uva || uva + len > USER_VA_END)
+    return 0;
+  for (uint64_t va = ALIGN_DOWN(uva, PAGE_SIZE); va < uva + len; va += PAGE_SIZE)
+    if (!uvm_translate(p->pagetable, va < uva ? uva : va, perm))
+      return 0;
+  return 1;
+}
+
+static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
+  return user_range_ok(p, uva, len, PTE_W);
+}
+
+// ---- the calls ----
+static long sys_getpid(struct proc *p, int may_block) { (void)may_block; return p->pid; }
+
+static long sys_rw(struct proc *p, int may_block, int is_write) {
+  struct file *f = fd_file(p, arg(p, 0));
+  long n = (long)arg(p, 2);
+  if (!f)
+    return -EBADF;
+  if (n < 0)
+    return -EINVAL;
+  if (n == 0)
+    return 0;
+  if (!user_range_ok(p, arg(p, 1), (uint64_t)n, is_write ? PTE_R : PTE_W))
+    return -EFAULT;
+  long r = is_write ? file_write(f, p->pagetable, arg(p, 1), n, may_block, &p->killed)
+                    : file_read(f, p->pagetable, arg(p, 1), n, may_block, &p->killed);
+  return r == -EAGAIN && !may_block ? WOULD_BLOCK : r;
+}
+
+static long sys_read(struct proc *p, int may_block) { return sys_rw(p, may_block, 0); }
+static long sys_write(struct proc *p, int may_block) { return sys_rw(p, may_block, 1); }
+
+static long sys_close(struct proc *p, int may_block) {
+  (void)may_block;
+  uint64_t fd = arg(p, 0);
+  struct file *f = fd_file(p, fd);
+  if (!f)
+    return -EBADF;
+  p->ofile[fd] = 0;
+  file_close(f);
+  return 0;
+}
+
+static long sys_pipe(struct proc *p, int may_block) {
+  (void)may_block;
+  uint64_t ufds = arg(p, 0);
+  if (!user_writable(p, ufds, 2 * sizeof(int)))
+    return -EFAULT;
+  struct file *rd, *wr;
+  int err = pipe_create(&rd, &wr);
+  if (err)
+    return err;
+  int fds[2] = { fd_alloc(p, rd), -1 };
+  if (fds[0] >= 0)
+    fds[1] = fd_alloc(p, wr);
+  if (fds[0] < 0 || fds[1] < 0) {
+    if (fds[0] >= 0)
+      p->ofile[fds[0]] = 0;
+    file_close(rd);
+    file_close(wr);
+    return -EMFILE;
+  }
+  copyout(p->pagetable, ufds, fds, sizeof fds);   // cannot fail: checked above
+  return 0;
+}
+
+static long sys_sleep(struct proc *p, int may_block) {
+  long ms = (long)arg(p, 0);
+  if (ms < 0)
+    return -EINVAL;
+  if (ms == 0)
+    return 0;
+  if (!may_block)
+    return WOULD_BLOCK;
+  uint64_t deadline = rdtime() + (uint64_t)ms * board.timebase_hz / 1000;
+  while (rdtime() < deadline && !p->killed) {
+    timer_add(deadline, kco_current());
+    kco_block();
+  }
+  return p->killed ? -EINTR : 0;
+}
+
+static long sys_yield(struct proc *p, int may_block) { (void)p; (void)may_block; return 0; }
+
+// spawn(name, argv): copy and check everything before creating anything.
+static long sys_spawn(struct proc *p, int may_block) {
+  (void)may_block;
+  char name[MAXNAME];
+  long r = copyinstr(p->pagetable, name, arg(p, 0), sizeof name);
+  if (r < 0)
+    return r;
+  char (*args)[MAXARGLEN] = kmalloc(MAXARG * MAXARGLEN);
+  char *argv[MAXARG];
+  if (!args)
+    return -ENOMEM;
+  int argc = 0;
+  uint64_t uargv = arg(p, 1);
+  if (!uargv) {                              // no argv: just the name
+    memcpy(args[0], name, sizeof name);
+    argc = 1;
+  }
+  while (uargv) {
+    uint64_t ptr;
+    if (copyin(p->pagetable, &ptr, uargv + (uint64_t)argc * 8, 8) < 0) {
+      r = -EFAULT;
+      break;
+    }
+    if (!ptr)
+      break;
+    if (argc == MAXARG) {
+      r = -E2BIG;
+      break;
+    }
+    long len = copyinstr(p->pagetable, args[argc], ptr, MAXARGLEN);
+    if (len < 0) {
+      r = len == -ENAMETOOLONG ? -E2BIG : len;
+      break;
+    }
+    argc++;
+  }
+  if (r >= 0) {
+    for (int i = 0; i < argc; i++)
+      argv[i] = args[i];
+    int err;
+    struct proc *c = proc_spawn(name, argc, argv, p, &err);
+    r = c ? c->pid : err;
+  }
+  kfree(args);
+  return r;
+}
+
+static long sys_wait(struct proc *p, int may_block) {
+  int pid = (int)arg(p, 0);
+  uint64_t ustatus = arg(p, 1);
+  if (pid < -1 || pid == 0)
+    return -ECHILD;
+  if (ustatus && !user_writable(p, ustatus, sizeof(int)))
+    return -EFAULT;                          // checked first: a child is never lost
+  int status;
+  int r = proc_wait(p, pid, &status, may_block);
+  if (r == -EAGAIN)
+    return WOULD_BLOCK;
+  if (r > 0 && ustatus)
+    copyout(p->pagetable, ustatus, &status, sizeof status);
+  return r;
+}
+
+static long sys_kill(struct proc *p, int may_block) {
+  (void)p;
+  (void)may_block;
+  long pid = (long)arg(p, 0);
+  return pid <= 0 || pid > 0x7fffffff ? -ESRCH : proc_kill((int)pid);
+}
+
+static long sys_brk(struct proc *p, int may_block) {
+  (void)may_block;
+  uint64_t want = arg(p, 0);
+  if (want == 0)
+    return (long)p->brk;
+  if (want < p->heap_base || want > USER_HEAP_MAX)
+    return -ENOMEM;
+  uint64_t old_top = ALIGN_UP(p->brk, PAGE_SIZE), new_top = ALIGN_UP(want, PAGE_SIZE);
+  if (new_top > old_top && uvm_alloc(p->pagetable, old_top, new_top, PTE_R | PTE_W) < 0)
+    return -ENOMEM;
+  if (new_top < old_top)
+    uvm_dealloc(p->pagetable, new_top, old_top);
+  p->brk = want;
+  return (long)want;
+}
+
+static long sys_uptime(struct proc *p, int may_block) {
+  (void)p;
+  (void)may_block;
+  return (long)(rdtime() / (board.timebase_hz / 1000));
+}
+
+static long sys_kstat(struct proc *p, int may_block) {
+  (void)may_block;
+  struct palloc_stats ps;
+  struct kmalloc_stats ks;
+  struct exec_stats es;
+  switch (arg(p, 0)) {
+  case KSTAT_FREE_PAGES:
+    kmalloc_reclaim();
+    palloc_get_stats(&ps);
+    return (long)ps.free_pages;
+  case KSTAT_KMALLOC_BYTES:
+    kmalloc_get_stats(&ks);
+    return (long)ks.live_bytes;
+  case KSTAT_KMALLOC_OBJECTS:
+    kmalloc_get_stats(&ks);
+    return (long)ks.live_objects;
+  case KSTAT_LIVE_COROUTINES:
+    exec_get_stats(&kexec, &es);
+    return es.live;
+  case KSTAT_NPROCS:
+    return proc_count();
+  default:
+    return -EINVAL;
+  }
+}
+
+static long (*const calls[NSYSCALL])(struct proc *, int) = {
+  [SYS_getpid] = sys_getpid, [SYS_write] = sys_write, [SYS_read] = sys_read,
+  [SYS_close] = sys_close,   [SYS_pipe] = sys_pipe,   [SYS_sleep] = sys_sleep,
+  [SYS_yield] = sys_yield,   [SYS_spawn] = sys_spawn, [SYS_wait] = sys_wait,
+  [SYS_kill] = sys_kill,     [SYS_brk] = sys_brk,     [SYS_uptime] = sys_uptime,
+  [SYS_kstat] = sys_kstat,
+};
+
+// ---- blocking calls as kernel coroutines ----
+static void syscall_worker(void *arg0) {
+  struct proc *p = arg0;
+  long r = calls[p->uc.x[REG_A7]](p, 1);
+  p->uc.x[REG_A0] = (uint64_t)r;
+  p->worker = 0;
+  proc_make_runnable(p);
+}
+
+enum syscall_outcome syscall_dispatch(struct proc *p) {
+  uint64_t num = p->uc.x[REG_A7];
+  p->syscalls++;
+  if (num == SYS_exit)
+    return SC_EXIT;
+  if (num >= NSYSCALL || !calls[num]) {
+    p->uc.x[REG_A0] = (uint64_t)-ENOSYS;
+    return SC_DONE;
+  }
+  long r = calls[num](p, 0);
+  if (r == WOULD_BLOCK) {
+    // From the moment the worker exists, p may run (and even exit and free its
+    // page table) on another hart: stop using its address space here first.
+    uvm_activate(0);
+    p->state = P_BLOCKED;
+    int64_t cid = kco_spawn_stackful(syscall_worker, p, WORKER_PRIO, 0);
+    if (cid > 0) {
+      p->worker = (cid_t)cid;
+      return SC_BLOCKED;
+    }
+    r = -ENOMEM;
+    p->state = P_RUNNING;
+    uvm_activate(p->pagetable);
+  }
+  p->uc.x[REG_A0] = (uint64_t)r;
+  return num == SYS_yield ? SC_YIELD : SC_DONE;
+}

@@ -1,0 +1,15 @@
+// System calls (numbers and errors: kernel/abi.h; reference: docs/ABI.md).
+#ifndef SYSCALL_H
+#define SYSCALL_H
+#include "proc.h"
+
+// What the switching coroutine must do after a system call.
+enum syscall_outcome {
+  SC_DONE,        // result is in a0: return to the process at once
+  SC_BLOCKED,     // a kernel coroutine now serves the call; the process waits
+  SC_YIELD,       // the process gave up the hart: requeue it behind the others
+  SC_EXIT,        // the process called exit
+};
+
+enum syscall_outcome syscall_dispatch(struct proc *p);
+#endif

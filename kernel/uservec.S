@@ -1,0 +1,141 @@
+# Entering and leaving U-mode.
+#
+# user_return(uc) saves the kernel's callee-saved registers (and tp, which user
+# code may clobber) in uc->k, points sscratch at uc, loads every user register
+# from uc->x and sret's to uc->pc. The next trap from U-mode lands in uservec,
+# which saves the user registers into uc->x, restores the kernel registers and
+# returns -- so the trap looks like an ordinary return from user_return().
+# The caller must have interrupts off: stvec points at uservec only in between.
+
+.equ K_RA, 0
+.equ K_SP, 8
+.equ K_S0, 16
+.equ K_TP, 112
+.equ X, 120             # uc->x[0]
+.equ PC, 376
+
+.macro SAVE_K n
+        sd      s\n, (K_S0 + 8 * \n)(a0)
+.endm
+.macro LOAD_K n
+        ld      s\n, (K_S0 + 8 * \n)(a0)
+.endm
+
+.globl user_return
+.balign 4
+user_return:
+        sd      ra, K_RA(a0)
+        sd      sp, K_SP(a0)
+        SAVE_K 0
+        SAVE_K 1
+        SAVE_K 2
+        SAVE_K 3
+        SAVE_K 4
+        SAVE_K 5
+        SAVE_K 6
+        SAVE_K 7
+        SAVE_K 8
+        SAVE_K 9
+        SAVE_K 10
+        SAVE_K 11
+        sd      tp, K_TP(a0)
+        csrw    sscratch, a0
+        la      t0, uservec
+        csrw    stvec, t0
+        ld      t0, PC(a0)
+        csrw    sepc, t0
+        # sret to U-mode (SPP = 0) with interrupts enabled there (SPIE = 1)
+        li      t0, (1 << 8)
+        csrc    sstatus, t0
+        li      t0, (1 << 5)
+        csrs    sstatus, t0
+        ld      x1, (X + 8 * 1)(a0)
+        ld      x2, (X + 8 * 2)(a0)
+        ld      x3, (X + 8 * 3)(a0)
+        ld      x4, (X + 8 * 4)(a0)
+        ld      x5, (X + 8 * 5)(a0)
+        ld      x6, (X + 8 * 6)(a0)
+        ld      x7, (X + 8 * 7)(a0)
+        ld      x8, (X + 8 * 8)(a0)
+        ld      x9, (X + 8 * 9)(a0)
+        ld      x11, (X + 8 * 11)(a0)
+        ld      x12, (X + 8 * 12)(a0)
+        ld      x13, (X + 8 * 13)(a0)
+        ld      x14, (X + 8 * 14)(a0)
+        ld      x15, (X + 8 * 15)(a0)
+        ld      x16, (X + 8 * 16)(a0)
+        ld      x17, (X + 8 * 17)(a0)
+        ld      x18, (X + 8 * 18)(a0)
+        ld      x19, (X + 8 * 19)(a0)
+        ld      x20, (X + 8 * 20)(a0)
+        ld      x21, (X + 8 * 21)(a0)
+        ld      x22, (X + 8 * 22)(a0)
+        ld      x23, (X + 8 * 23)(a0)
+        ld      x24, (X + 8 * 24)(a0)
+        ld      x25, (X + 8 * 25)(a0)
+        ld      x26, (X + 8 * 26)(a0)
+        ld      x27, (X + 8 * 27)(a0)
+        ld      x28, (X + 8 * 28)(a0)
+        ld      x29, (X + 8 * 29)(a0)
+        ld      x30, (X + 8 * 30)(a0)
+        ld      x31, (X + 8 * 31)(a0)
+        ld      x10, (X + 8 * 10)(a0)
+        sret
+
+.globl uservec
+.balign 4
+uservec:
+        csrrw   a0, sscratch, a0        # a0 = uc, sscratch = user a0
+        sd      x1, (X + 8 * 1)(a0)
+        sd      x2, (X + 8 * 2)(a0)
+        sd      x3, (X + 8 * 3)(a0)
+        sd      x4, (X + 8 * 4)(a0)
+        sd      x5, (X + 8 * 5)(a0)
+        sd      x6, (X + 8 * 6)(a0)
+        sd      x7, (X + 8 * 7)(a0)
+        sd      x8, (X + 8 * 8)(a0)
+        sd      x9, (X + 8 * 9)(a0)
+        sd      x11, (X + 8 * 11)(a0)
+        sd      x12, (X + 8 * 12)(a0)
+        sd      x13, (X + 8 * 13)(a0)
+        sd      x14, (X + 8 * 14)(a0)
+        sd      x15, (X + 8 * 15)(a0)
+        sd      x16, (X + 8 * 16)(a0)
+        sd      x17, (X + 8 * 17)(a0)
+        sd      x18, (X + 8 * 18)(a0)
+        sd      x19, (X + 8 * 19)(a0)
+        sd      x20, (X + 8 * 20)(a0)
+        sd      x21, (X + 8 * 21)(a0)
+        sd      x22, (X + 8 * 22)(a0)
+        sd      x23, (X + 8 * 23)(a0)
+        sd      x24, (X + 8 * 24)(a0)
+        sd      x25, (X + 8 * 25)(a0)
+        sd      x26, (X + 8 * 26)(a0)
+        sd      x27, (X + 8 * 27)(a0)
+        sd      x28, (X + 8 * 28)(a0)
+        sd      x29, (X + 8 * 29)(a0)
+        sd      x30, (X + 8 * 30)(a0)
+        sd      x31, (X + 8 * 31)(a0)
+        csrr    t0, sscratch
+        sd      t0, (X + 8 * 10)(a0)
+        csrr    t0, sepc
+        sd      t0, PC(a0)
+        csrw    sscratch, zero
+        la      t0, kernelvec
+        csrw    stvec, t0
+        ld      ra, K_RA(a0)
+        ld      sp, K_SP(a0)
+        LOAD_K 0
+        LOAD_K 1
+        LOAD_K 2
+        LOAD_K 3
+        LOAD_K 4
+        LOAD_K 5
+        LOAD_K 6
+        LOAD_K 7
+        LOAD_K 8
+        LOAD_K 9
+        LOAD_K 10
+        LOAD_K 11
+        ld      tp, K_TP(a0)
+        ret

@@ -1,0 +1,187 @@
+// User address spaces: see uvm.h.
+#include "uvm.h"
+#include "abi.h"
+#include "klib.h"
+#include "palloc.h"
+#include "printf.h"
+#include "riscv.h"
+
+#define VPN(va, level) (((va) >> (12 + 9 * (level))) & 0x1ff)
+#define PTE2PA(pte) (((pte) >> 10) << 12)
+#define PA2PTE(pa) (((pa) >> 12) << 10)
+#define SATP_SV39 (8UL << 60)
+#define USER_ROOT_ENTRIES 2          // root entries 0 and 1 cover [0, 0x80000000)
+
+extern pte_t *kvm_root(void);
+
+pte_t *uvm_create(void) {
+  pte_t *root = palloc_zero(1);
+  if (!root)
+    return 0;
+  pte_t *k = kvm_root();
+  for (int i = USER_ROOT_ENTRIES; i < 512; i++)
+    root[i] = k[i];                  // share the kernel half
+  return root;
+}
+
+// The leaf PTE for user va, creating tables if asked. NULL if absent / no memory.
+static pte_t *walk(pte_t *root, uint64_t va, int create) {
+  if (va >= USER_VA_END)
+    return 0;
+  pte_t *table = root;
+  for (int level = 2; level > 0; level--) {
+    pte_t *pte = &table[VPN(va, level)];
+    if (*pte & PTE_V) {
+      if (*pte & (PTE_R | PTE_W | PTE_X))
+        return 0;                    // user mappings are 4 KiB pages only
+      table = (pte_t *)PTE2PA(*pte);
+    } else {
+      if (!create)
+        return 0;
+      pte_t *next = palloc_zero(1);
+      if (!next)
+        return 0;
+      *pte = PA2PTE((uint64_t)next) | PTE_V;
+      table = next;
+    }
+  }
+  return &table[VPN(va, 0)];
+}
+
+void uvm_dealloc(pte_t *root, uint64_t start, uint64_t end) {
+  for (uint64_t va = ALIGN_UP(start, PAGE_SIZE); va < end; va += PAGE_SIZE) {
+    pte_t *pte = walk(root, va, 0);
+    if (pte && (*pte & PTE_V)) {
+      pfree((void *)PTE2PA(*pte), 1);
+      *pte = 0;
+    }
+  }
+}
+
+int uvm_alloc(pte_t *root, uint64_t start, uint64_t end, uint64_t perm) {
+  start = ALIGN_DOWN(start, PAGE_SIZE);
+  end = ALIGN_UP(end, PAGE_SIZE);
+  if (end > USER_VA_END || start > end)
+    return -ENOMEM;
+  for (uint64_t va = start; va < end; va += PAGE_SIZE) {
+    pte_t *pte = walk(root, va, 1);
+    void *page = pte && !(*pte & PTE_V) ? palloc_zero(1) : 0;
+    if (!page) {
+      uvm_dealloc(root, start, va);
+      return -ENOMEM;
+    }
+    *pte = PA2PTE((uint64_t)page) | perm | PTE_U | PTE_V | PTE_A | PTE_D;
+  }
+  return 0;
+}
+
+static void free_table(pte_t *table, int level) {
+  for (int i = 0; i < 512; i++) {
+    pte_t pte = table[i];
+    if (!(pte & PTE_V))
+      continue;
+    if (level > 0 && !(pte & (PTE_R | PTE_W | PTE_X)))
+      free_table((pte_t *)PTE2PA(pte), level - 1);
+    else
+      pfree((void *)PTE2PA(pte), 1);
+  }
+  pfree(table, 1);
+}
+
+void uvm_free(pte_t *root) {
+  if (!root)
+    return;
+  for (int i = 0; i < USER_ROOT_ENTRIES; i++)
+    if (root[i] & PTE_V)
+      free_table((pte_t *)PTE2PA(root[i]), 1);
+  pfree(root, 1);
+}
+
+uint64_t uvm_translate(pte_t *root, uint64_t va, uint64_t need) {
+  pte_t *pte = walk(root, va, 0);
+  if (!pte || !(*pte & PTE_V) || !(*pte & PTE_U) || (*pte & need) != need)
+    return 0;
+  return PTE2PA(*pte) + (va & (PAGE_SIZE - 1));
+}
+
+// Copy between a user range and a kernel buffer, page by page.
+static int copy_user(pte_t *root, uint64_t uva, char *kbuf, size_t len, int to_user) {
+  if (uva + len < uva || uva + len > USER_VA_END)
+    return -EFAULT;
+  while (len > 0) {
+    uint64_t pa = uvm_translate(root, uva, to_user ? PTE_W : PTE_R);
+    if (!pa)
+      return -EFAULT;
+    size_t n = PAGE_SIZE - (uva & (PAGE_SIZE - 1));
+    if (n > len)
+      n = len;
+    if (to_user)
+      memcpy((void *)pa, kbuf, n);
+    else
+      memcpy(kbuf, (const void *)pa, n);
+    uva += n;
+    kbuf += n;
+    len -= n;
+  }
+  return 0;
+}
+
+int uvm_load(pte_t *root, uint64_t dst, const void *src, size_t len) {
+  while (len > 0) {
+    uint64_t pa = uvm_translate(root, dst, 0);
+    if (!pa)
+      return -EFAULT;
+    size_t n = PAGE_SIZE - (dst & (PAGE_SIZE - 1));
+    if (n > len)
+      n = len;
+    memcpy((void *)pa, src, n);
+    dst += n;
+    src = (const char *)src + n;
+    len -= n;
+  }
+  return 0;
+}
+
+int copyout(pte_t *root, uint64_t dst, const void *src, size_t len) {
+  return copy_user(root, dst, (char *)src, len, 1);
+}
+
+int copyin(pte_t *root, void *dst, uint64_t src, size_t len) {
+  return copy_user(root, src, dst, len, 0);
+}
+
+long copyinstr(pte_t *root, char *dst, uint64_t src, size_t max) {
+  for (size_t i = 0; i < max; i++) {
+    uint64_t pa = src + i < USER_VA_END ? uvm_translate(root, src + i, PTE_R) : 0;
+    if (!pa)
+      return -EFAULT;
+    dst[i] = *(const char *)pa;
+    if (dst[i] == 0)
+      return (long)i;
+  }
+  return -ENAMETOOLONG;
+}
+
+void uvm_activate(pte_t *root) {
+  if (!root)
+    root = kvm_root();
+  csr_write(satp, SATP_SV39 | ((uint64_t)root >> 12));
+  sfence_vma();
+}
+
+uint64_t uvm_pages(pte_t *root) {
+  uint64_t n = 0;
+  for (uint64_t i = 0; i < USER_ROOT_ENTRIES; i++) {
+    if (!(root[i] & PTE_V))
+      continue;
+    pte_t *l1 = (pte_t *)PTE2PA(root[i]);
+    for (int j = 0; j < 512; j++) {
+      if (!(l1[j] & PTE_V))
+        continue;
+      pte_t *l0 = (pte_t *)PTE2PA(l1[j]);
+      for (int k = 0; k < 512; k++)
+        n += (l0[k] & PTE_V) != 0;
+    }
+  }
+  return n;
+}

@@ -1,0 +1,18 @@
+# The first user instructions of every program.
+#
+# The kernel enters _start with a0 = argc, a1 = argv and sp 16-byte aligned
+# below the argv area (docs/ABI.md, "Process start"). We only need to make the
+# frame chain end here, call main, and hand its return value to exit().
+
+        .section .text.crt0, "ax", @progbits
+        .globl _start
+        .type _start, @function
+_start:
+        # A frame-pointer backtrace (a debugger, or a future fault report) walks
+        # s0 and the saved ra; zero in both marks the outermost frame.
+        li      s0, 0
+        li      ra, 0
+        call    main            # a0 = argc, a1 = argv are already in place
+        call    exit            # a0 = main's return value = the exit status
+1:      j       1b              # exit does not return; never fall into whatever follows
+        .size _start, . - _start

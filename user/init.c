@@ -1,0 +1,67 @@
+// init: the first process.
+//
+//   init             run the shell, and start a new one whenever it exits
+//   init PROG ARGS   run PROG with ARGS once, report its exit status and exit
+//                    with it (the test harness boots this form)
+//
+// Both forms wait with wait(-1), for any child, and report any child they
+// did not expect on the way. (Today the kernel frees an orphan itself when it
+// exits; reaping with -1 keeps init correct if orphans are ever handed to it.)
+#include "ulib.h"
+
+// Waits until `pid` exits and returns its status. Reaps any other child
+// along the way.
+static int reap_until(const char *name, int pid)
+{
+  for (;;) {
+    int status = 0;
+    int w = wait(-1, &status);
+    if (w == pid)
+      return status;
+    if (w < 0) {
+      printf("init: wait for %s failed: %d %s\n", name, w, errname(w));
+      return -1;
+    }
+    printf("init: reaped pid %d (exit status %d)\n", w, status);
+  }
+}
+
+static int run_once(int argc, char *argv[])
+{
+  const char *name = argv[1];
+  // argv[1..argc] is already a NULL-terminated array that starts with the
+  // program name: exactly the argv the child should get.
+  (void)argc;
+  int pid = spawn(name, (const char *const *)&argv[1]);
+  if (pid < 0) {
+    printf("init: cannot start %s: %d %s\n", name, pid, errname(pid));
+    return 127;
+  }
+  int status = reap_until(name, pid);
+  printf("init: %s exited with status %d\n", name, status);
+  return status;
+}
+
+int main(int argc, char *argv[])
+{
+  if (argc > 1)
+    return run_once(argc, argv);
+
+  static const char *const sh_argv[] = {"sh", NULL};
+  for (;;) {
+    int pid = spawn("sh", sh_argv);
+    if (pid < 0) {
+      printf("init: cannot start sh: %d %s; retrying in a second\n", pid, errname(pid));
+      sleep(1000);   // don't flood the console if it keeps failing
+      continue;
+    }
+    printf("init: started sh (pid %d)\n", pid);
+    long started = uptime();
+    int status = reap_until("sh", pid);
+    printf("init: sh (pid %d) exited with status %d; starting a new one\n", pid, status);
+    // A shell that ends at once (say, the console keeps reporting end of
+    // file) would otherwise be restarted in a tight loop.
+    if (uptime() - started < 1000)
+      sleep(1000);
+  }
+}

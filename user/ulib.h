@@ -1,0 +1,74 @@
+// The Coral user library: system calls (usys.S) and a small libc subset
+// (ulib.c). Every program includes this one header.
+#ifndef CORAL_ULIB_H
+#define CORAL_ULIB_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi.h"
+
+// ---- system calls (usys.S; docs/ABI.md describes each one) ----
+// Every call returns a negative errno (-EFAULT, ...) on failure.
+void exit(int status) __attribute__((noreturn));
+int getpid(void);
+long write(int fd, const void *buf, long n);
+long read(int fd, void *buf, long n);
+int close(int fd);
+int pipe(int fds[2]);
+int sleep(long ms);
+int yield(void);
+int spawn(const char *name, const char *const argv[]);
+int wait(int pid, int *status);
+int kill(int pid);
+long brk(void *addr);   // the new break, or -ENOMEM; brk(0) returns the current break
+long uptime(void);
+long kstat(int what);
+
+// ---- strings and memory ----
+size_t strlen(const char *s);
+int strcmp(const char *a, const char *b);
+int strncmp(const char *a, const char *b, size_t n);
+char *strcpy(char *dst, const char *src);
+char *strchr(const char *s, int c);
+void *memset(void *dst, int c, size_t n);
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+int atoi(const char *s);
+long atol(const char *s);
+
+// ---- formatted output ----
+// Formats: %d %i %u %x %X %ld %lu %lx %p %s %c %%, with a width and the 0 and -
+// flags. One call produces one write() (for output up to PRINTF_BUF bytes),
+// so lines from different processes do not interleave mid-line. snprintf
+// always NUL-terminates (if size > 0) and returns the length it wanted.
+#define PRINTF_BUF 512
+int printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int fprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int vfprintf(int fd, const char *fmt, va_list ap);
+int snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int puts(const char *s);   // s and a newline on fd 1
+
+// The symbolic name of an error: errname(-EFAULT) is "EFAULT". Returns "" for
+// values that are not a known negative errno.
+const char *errname(long err);
+
+// ---- console input ----
+// Reads one line from fd 0 into buf (at most max-1 characters, NUL-terminated,
+// without the line end) and returns its length. The kernel does no echo or
+// line editing, so readline does both: it echoes what it reads to fd 1,
+// removes the previous character on backspace (0x7f or 0x08), and ends the
+// line at \r or \n (echoed as a newline). Ctrl-D on an empty line counts as end
+// of file. Returns -1 at end of file (or on a read error) when nothing was read.
+int readline(char *buf, int max);
+
+// ---- heap (ulib.c, on top of brk) ----
+void *malloc(size_t n);
+void free(void *p);
+void *calloc(size_t count, size_t size);
+void *realloc(void *p, size_t n);
+
+#endif

@@ -1,0 +1,42 @@
+# User programs: included by the top-level Makefile, which defines CC (the
+# cross gcc) and BUILD. Each program is user/NAME.c linked with the runtime
+# (crt0.S, usys.S, ulib.c) into $(BUILD)/user/bin/NAME, a static ELF at
+# USER_BASE. The kernel build embeds the binaries listed in UBINS.
+
+# Including this file must not change the including Makefile's default goal:
+# remember it and restore it at the end (if it was still unset, clearing it
+# again lets the next rule the Makefile defines become the default, as usual).
+user_saved_goal := $(.DEFAULT_GOAL)
+
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest
+UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
+
+UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
+           -march=rv64imac_zicsr_zifencei -mabi=lp64 -mcmodel=medany \
+           -ffreestanding -fno-builtin -nostdlib -static -fno-pie -no-pie \
+           -fno-omit-frame-pointer -fno-stack-protector \
+           -Ikernel -Iuser -T user/user.ld
+
+# The runtime every program links, and the headers every object depends on.
+ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/ulib.o
+UHDRS := user/ulib.h kernel/abi.h
+UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(BUILD)/user/ulib.o
+
+# Static pattern rules: they apply only to these targets, so they can never
+# compete with the kernel's $(BUILD)/%.c.o rules.
+$(UOBJS): $(BUILD)/user/%.o: user/%.c $(UHDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(UCFLAGS) -c $< -o $@
+
+$(BUILD)/user/crt0.o $(BUILD)/user/usys.o: $(BUILD)/user/%.o: user/%.S kernel/abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(UCFLAGS) -c $< -o $@
+
+$(UBINS): $(BUILD)/user/bin/%: $(BUILD)/user/%.o $(ULIB) user/user.ld
+	@mkdir -p $(dir $@)
+	$(CC) $(UCFLAGS) $(ULIB) $< -o $@
+
+.PHONY: uprogs
+uprogs: $(UBINS)
+
+.DEFAULT_GOAL := $(user_saved_goal)
