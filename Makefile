@@ -63,6 +63,24 @@ $(INITRD): $(UBINS) scripts/mkinitrd.py
 $(BUILD)/kernel/initrd.S.o: $(INITRD)
 $(BUILD)/kernel/initrd.S.o: KCFLAGS += -DINITRD_PATH=\"$(INITRD)\"
 
+# The vDSO image: the shared executor built for user space (user/exec_arch.h),
+# linked at USER_VDSO, flattened, and embedded by kernel/vdso_image.S.
+VDSO_SRC := vdso/vdso_table.c vdso/executor.c vdso/stackful.c vdso/switch.S
+VDSO_OBJ := $(patsubst %,$(BUILD)/vdso-image/%.o,$(VDSO_SRC))
+VCFLAGS := $(filter-out -Ikernel -Ivdso -Itests/kernel,$(KCFLAGS)) -Iuser -Ivdso -Ikernel
+$(BUILD)/vdso-image/%.c.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(VCFLAGS) -c $< -o $@
+$(BUILD)/vdso-image/%.S.o: %.S | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(VCFLAGS) -c $< -o $@
+$(BUILD)/vdso.elf: $(VDSO_OBJ) vdso/vdso.ld
+	$(CC) $(VCFLAGS) -nostdlib -static -no-pie -T vdso/vdso.ld -Wl,--no-relax -Wl,--build-id=none $(VDSO_OBJ) -o $@
+$(BUILD)/vdso.bin: $(BUILD)/vdso.elf
+	$(CROSS)objcopy -O binary $< $@
+$(BUILD)/kernel/vdso_image.S.o: $(BUILD)/vdso.bin
+$(BUILD)/kernel/vdso_image.S.o: KCFLAGS += -DVDSO_PATH=\"$(BUILD)/vdso.bin\"
+
 $(KERNEL): $(KOBJ) linker.ld
 	$(CC) $(KCFLAGS) $(KLDFLAGS) $(KOBJ) -o $@ -lgcc
 	$(OBJDUMP) -d $@ > $(BUILD)/kernel.asm

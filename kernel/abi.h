@@ -61,7 +61,7 @@
 // ---- fixed user addresses (Sv39, lower half; the kernel owns 0x80000000 and up) ----
 #define USER_BASE 0x10000UL             // programs are linked here
 #define USER_STACK_TOP 0x7ff00000UL     // initial sp (argv strings sit just below)
-#define USER_STACK_SIZE 0x10000UL       // 64 KiB; the page below it is an unmapped guard
+#define USER_STACK_SIZE 0x20000UL       // 128 KiB; the page below it is an unmapped guard
 #define USER_HEAP_MAX 0x60000000UL      // brk may not pass this
 #define USER_VDSO 0x70000000UL          // the shared scheduler image (issue 3, next step)
 #define USER_EXEC_PAGE 0x70100000UL     // the process's executor state (RW)

@@ -6,6 +6,7 @@
 #include "initrd.h"
 #include "proc.h"
 #include "switcher.h"
+#include "vdso_map.h"
 #include "kco.h"
 #include "klib.h"
 #include "kmalloc.h"
@@ -113,6 +114,8 @@ void kmain(uint64_t hartid, uint64_t dtb) {
     kprintf("coral: only %u of %u harts came online\n", nharts_online, board.nharts);
   if (initrd_open(_initrd_start, (size_t)(_initrd_end - _initrd_start)) != 0)
     kprintf("coral: no valid program archive in the kernel image\n");
+  if (vdso_init() != 0)
+    kprintf("coral: user programs cannot run without the vDSO\n");
   switcher_start();
   start_main_job(board.bootargs);
   sched_loop();

@@ -8,6 +8,7 @@
 #include "klib.h"
 #include "kmalloc.h"
 #include "main.h"
+#include "vdso_map.h"
 #include "palloc.h"
 #include "printf.h"
 
@@ -154,6 +155,8 @@ static int load_program(struct proc *p, const char *name, int argc, char *const 
     if (uvm_load(p->pagetable, s->vaddr, (const char *)img + s->offset, s->filesz) < 0)
       return -ENOEXEC;
   }
+  if ((err = vdso_map(p->pagetable)) != 0)
+    return err;
   // The stack; the page below it stays unmapped as a guard.
   if (uvm_alloc(p->pagetable, USER_STACK_TOP - USER_STACK_SIZE, USER_STACK_TOP, PTE_R | PTE_W) < 0)
     return -ENOMEM;

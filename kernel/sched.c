@@ -127,6 +127,8 @@ void stackful_overflow(struct stackful *sf) {
   kpanic("stack overflow in stackful coroutine %p (stack %p)", (void *)sf, (void *)sf->stack_lo);
 }
 
+int stackful_poll(void *arg) { return stackful_resume(arg); }
+
 void kco_yield(void) { stackful_suspend(CO_YIELD); }
 void kco_block(void) { stackful_suspend(CO_PENDING); }
 

@@ -52,7 +52,8 @@ void uvm_dealloc(pte_t *root, uint64_t start, uint64_t end) {
   for (uint64_t va = ALIGN_UP(start, PAGE_SIZE); va < end; va += PAGE_SIZE) {
     pte_t *pte = walk(root, va, 0);
     if (pte && (*pte & PTE_V)) {
-      pfree((void *)PTE2PA(*pte), 1);
+      if (!(*pte & PTE_SHARED))
+        pfree((void *)PTE2PA(*pte), 1);
       *pte = 0;
     }
   }
@@ -82,7 +83,7 @@ static void free_table(pte_t *table, int level) {
       continue;
     if (level > 0 && !(pte & (PTE_R | PTE_W | PTE_X)))
       free_table((pte_t *)PTE2PA(pte), level - 1);
-    else
+    else if (!(pte & PTE_SHARED))
       pfree((void *)PTE2PA(pte), 1);
   }
   pfree(table, 1);
@@ -95,6 +96,14 @@ void uvm_free(pte_t *root) {
     if (root[i] & PTE_V)
       free_table((pte_t *)PTE2PA(root[i]), 1);
   pfree(root, 1);
+}
+
+int uvm_map_shared(pte_t *root, uint64_t va, uint64_t pa, uint64_t perm) {
+  pte_t *pte = walk(root, va, 1);
+  if (!pte || (*pte & PTE_V))
+    return -ENOMEM;
+  *pte = PA2PTE(pa) | perm | PTE_U | PTE_V | PTE_A | PTE_D | PTE_SHARED;
+  return 0;
 }
 
 uint64_t uvm_translate(pte_t *root, uint64_t va, uint64_t need) {

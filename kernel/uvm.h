@@ -21,6 +21,9 @@ void uvm_free(pte_t *root);                                 // frees user pages 
 // is added). Returns 0 or -ENOMEM (then nothing stays mapped).
 int uvm_alloc(pte_t *root, uint64_t start, uint64_t end, uint64_t perm);
 void uvm_dealloc(pte_t *root, uint64_t start, uint64_t end); // unmap and free
+// Map a kernel-owned page (e.g. the vDSO) into a process; it is marked
+// PTE_SHARED and never freed with the process. 0 or -ENOMEM.
+int uvm_map_shared(pte_t *root, uint64_t va, uint64_t pa, uint64_t perm);
 // Physical address of user va if mapped with all of `need` (PTE_R/W/X) and PTE_U.
 uint64_t uvm_translate(pte_t *root, uint64_t va, uint64_t need);
 // Kernel-internal: fill mapped user pages regardless of their R/W/X permissions

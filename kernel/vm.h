@@ -19,6 +19,7 @@ typedef uint64_t pte_t;
 #define PTE_G (1UL << 5)
 #define PTE_A (1UL << 6)
 #define PTE_D (1UL << 7)
+#define PTE_SHARED (1UL << 8)   // software bit (RSW): page owned by the kernel, not the process
 
 // Build the kernel page table from the board description (boot hart, paging off).
 void kvm_init(const struct board *b);

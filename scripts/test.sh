@@ -106,6 +106,15 @@ for smp in 1 2; do
   fi
 done
 
+# ---- 2c. the COPS API in user space, on the executor shared through the vDSO ----
+for smp in 1 2; do
+  log=$LOGS/coptest-smp$smp.log
+  run_qemu "$log" "$smp" 256M "user=coptest"
+  tally "coptest-smp$smp/" "$log" "coptest: PASS " "coptest: FAIL "
+  grep -q "coral: init (pid 1) exited with status 0" "$log" ||
+    fail "coptest-smp$smp/run" "coptest did not end with status 0 (see $log)"
+done
+
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
 for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
   smp=${cfg%%:*} mem=${cfg#*:}

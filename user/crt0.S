@@ -12,7 +12,7 @@ _start:
         # s0 and the saved ra; zero in both marks the outermost frame.
         li      s0, 0
         li      ra, 0
-        call    main            # a0 = argc, a1 = argv are already in place
+        call    cops_start      # a0 = argc, a1 = argv; runs main as a coroutine
         call    exit            # a0 = main's return value = the exit status
 1:      j       1b              # exit does not return; never fall into whatever follows
         .size _start, . - _start

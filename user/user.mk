@@ -8,19 +8,20 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
            -march=rv64imac_zicsr_zifencei -mabi=lp64 -mcmodel=medany \
            -ffreestanding -fno-builtin -nostdlib -static -fno-pie -no-pie \
            -fno-omit-frame-pointer -fno-stack-protector \
-           -Ikernel -Iuser -T user/user.ld
+           -Iuser -Ikernel -Ivdso -T user/user.ld
 
 # The runtime every program links, and the headers every object depends on.
-ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/ulib.o
-UHDRS := user/ulib.h kernel/abi.h
-UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(BUILD)/user/ulib.o
+ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o \
+        $(BUILD)/user/ulib.o $(BUILD)/user/cops.o
+UHDRS := user/ulib.h user/cops.h user/exec_arch.h kernel/abi.h vdso/executor.h vdso/stackful.h vdso/vdso.h
+UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(BUILD)/user/ulib.o $(BUILD)/user/cops.o
 
 # Static pattern rules: they apply only to these targets, so they can never
 # compete with the kernel's $(BUILD)/%.c.o rules.
@@ -28,7 +29,7 @@ $(UOBJS): $(BUILD)/user/%.o: user/%.c $(UHDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) -c $< -o $@
 
-$(BUILD)/user/crt0.o $(BUILD)/user/usys.o: $(BUILD)/user/%.o: user/%.S kernel/abi.h
+$(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o: $(BUILD)/user/%.o: user/%.S kernel/abi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) -c $< -o $@
 

@@ -116,6 +116,7 @@ uint32_t exec_best_prio(const struct executor *ex);
 // The pointer is only stable while the coroutine cannot exit concurrently.
 struct co *exec_lookup(struct executor *ex, cid_t cid);
 cid_t co_cid(const struct co *c);
+static inline cid_t co_cid_inline(const struct co *c) { return ((cid_t)c->gen << 32) | c->slot; }
 
 // Walk every structure and check the invariants: bit p <=> queue p non-empty, every
 // queued coroutine is READY with that priority, every slot is in exactly one of

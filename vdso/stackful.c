@@ -25,7 +25,3 @@ void stackful_init(struct stackful *sf, void *stack, size_t size, void (*fn)(voi
   sf->co_full = (struct full_ctx){ .ra = (uintptr_t)stackful_trampoline, .sp = top };
   sf->co_full.s[0] = (uintptr_t)sf;
 }
-
-int stackful_poll(void *arg) {
-  return stackful_resume(arg);
-}

@@ -37,6 +37,8 @@ struct stackful {
 void stackful_init(struct stackful *sf, void *stack, size_t size, void (*fn)(void *),
                    void *arg, int full_save, void (*release)(struct stackful *));
 // co_poll_fn for a stackful coroutine: run it until it yields, blocks or ends.
+// Defined by each environment (kernel/sched.c, user/cops.c), like the two hooks
+// below, so that the shared vDSO image has no undefined symbols.
 int stackful_poll(void *arg);
 // The coroutine that the calling hart/thread is running (environment hook).
 struct stackful *stackful_self(void);

@@ -1,0 +1,36 @@
+// The COPS API for user programs (user/cops.c), on top of the shared executor in
+// the vDSO. Every program's main() already runs as a stackful coroutine of its
+// process's executor; these calls add more, of either kind.
+//
+//   stackless: cops_spawn(poll, arg, prio): poll returns CO_PENDING (block until
+//              woken), CO_YIELD (run again later) or CO_DONE (finished)
+//   stackful:  cops_spawn_stackful(fn, arg, prio): fn may call cops_yield and
+//              cops_block at any depth (CACS switch)
+// Priorities run from 0 (highest) to COPS_NPRIO - 1. A wake that arrives while
+// its target is still running is remembered, so "wake before block" is safe;
+// a wake with a stale or foreign cid fails with a negative value.
+#ifndef COPS_H
+#define COPS_H
+#include <stdint.h>
+#include <stddef.h>
+#include "executor.h"
+
+#define COPS_NPRIO NPRIO_DEFAULT
+#define COPS_MAIN_PRIO 4                // main() starts at this priority
+#define COPS_STACK_SIZE (16 * 1024)     // stack of a stackful coroutine
+
+int64_t cops_spawn(co_poll_fn poll, void *arg, uint32_t prio);    // cid, or < 0
+int64_t cops_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio);
+cid_t cops_current(void);
+int cops_wake(cid_t cid);               // 1 made ready, 0 absorbed, < 0 stale
+int cops_reprio(cid_t cid, uint32_t prio);
+void cops_yield(void);                  // stackful coroutines (and main) only
+void cops_block(void);                  // returns once woken
+int cops_check(char *why, size_t len);  // the executor's invariants; 0 = hold
+void cops_stats(struct exec_stats *st);
+
+// Called by crt0: set up the executor, run main as the first coroutine, return
+// main's status when it finishes.
+int cops_start(int argc, char **argv);
+
+#endif

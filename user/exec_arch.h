@@ -1,0 +1,23 @@
+// User flavour of the executor lock (vdso/executor.c, as built into the vDSO and
+// into user programs). A plain spinlock for now; when user interrupts arrive, the
+// handler must not take this lock (it only drains the completion ring and calls
+// exec_wake from a context that masks them), see NEXT.md.
+#ifndef EXEC_ARCH_H
+#define EXEC_ARCH_H
+#include <stdint.h>
+
+typedef int exec_irqstate_t;
+
+static inline exec_irqstate_t exec_lock_acquire(volatile uint64_t *l) {
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(l, __ATOMIC_RELAXED))
+      ;
+  return 0;
+}
+
+static inline void exec_lock_release(volatile uint64_t *l, exec_irqstate_t s) {
+  (void)s;
+  __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+#endif

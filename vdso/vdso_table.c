@@ -1,0 +1,20 @@
+// The vDSO's entry table (see vdso.h); vdso/vdso.ld places it at offset 0.
+#include "vdso.h"
+
+__attribute__((section(".vdso.table"), used))
+const struct vdso_table vdso_table = {
+  .magic = VDSO_MAGIC,
+  .version = VDSO_VERSION,
+  .size = sizeof(struct vdso_table),
+  .exec_init = exec_init,
+  .exec_spawn = exec_spawn,
+  .exec_wake = exec_wake,
+  .exec_reprio = exec_reprio,
+  .exec_next = exec_next,
+  .exec_best_prio = exec_best_prio,
+  .exec_lookup = exec_lookup,
+  .exec_get_stats = exec_get_stats,
+  .exec_check = exec_check,
+  .stackful_init = stackful_init,
+  .full_switch = full_switch,
+};
