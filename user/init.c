@@ -9,21 +9,22 @@
 // exits; reaping with -1 keeps init correct if orphans are ever handed to it.)
 #include "ulib.h"
 
-// Waits until `pid` exits and returns its status. Reaps any other child
-// along the way.
+static void report_reaped(int pid, int status)
+{
+  printf("init: reaped pid %d (exit status %d)\n", pid, status);
+}
+
+// Waits until `pid` exits and returns its status (-1 if wait fails). Reaps
+// any other child along the way.
 static int reap_until(const char *name, int pid)
 {
-  for (;;) {
-    int status = 0;
-    int w = wait(-1, &status);
-    if (w == pid)
-      return status;
-    if (w < 0) {
-      printf("init: wait for %s failed: %d %s\n", name, w, errname(w));
-      return -1;
-    }
-    printf("init: reaped pid %d (exit status %d)\n", w, status);
+  int status;
+  int err = wait_for(pid, &status, report_reaped);
+  if (err < 0) {
+    printf("init: wait for %s failed: %d %s\n", name, err, errname(err));
+    return -1;
   }
+  return status;
 }
 
 static int run_once(int argc, char *argv[])

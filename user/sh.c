@@ -37,22 +37,12 @@ static int split(char *line, char *words[], int max)
   return n;
 }
 
-// Waits for the foreground child `pid` and returns its exit status.
-// Background children that finished meanwhile are reaped and reported on the
-// way: wait(-1) returns whichever child exited first.
-static int wait_for(int pid, const char *name)
+// Background children that finish while the shell waits for a foreground one
+// are reaped and reported on the way: wait(-1) returns whichever child exited
+// first.
+static void report_background(int pid, int status)
 {
-  for (;;) {
-    int status = 0;
-    int w = wait(-1, &status);
-    if (w == pid)
-      return status;
-    if (w < 0) {
-      printf("sh: %s: wait failed: %d %s\n", name, w, errname(w));
-      return 0;
-    }
-    printf("sh: background pid %d done, exit status %d\n", w, status);
-  }
+  printf("sh: background pid %d done, exit status %d\n", pid, status);
 }
 
 static void run(char *words[], int background)
@@ -76,8 +66,11 @@ static void run(char *words[], int background)
     printf("sh: %s running in the background as pid %d\n", name, pid);
     return;
   }
-  int status = wait_for(pid, name);
-  if (status != 0)
+  int status;
+  int err = wait_for(pid, &status, report_background);
+  if (err < 0)
+    printf("sh: %s: wait failed: %d %s\n", name, err, errname(err));
+  else if (status != 0)
     printf("sh: %s: exit status %d\n", name, status);
 }
 

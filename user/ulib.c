@@ -357,6 +357,26 @@ const char *errname(long err)
 }
 
 // ---------------------------------------------------------------------------
+// Processes
+
+int wait_for(int pid, int *status, void (*other)(int pid, int status))
+{
+  for (;;) {
+    int st = 0;
+    int w = wait(-1, &st);
+    if (w < 0)
+      return w;
+    if (w == pid) {
+      if (status)
+        *status = st;
+      return 0;
+    }
+    if (other)
+      other(w, st);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Console input
 
 // Terminals send \r for Enter; files and pipes send \n, some \r\n. A \n that

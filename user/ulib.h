@@ -56,6 +56,14 @@ int puts(const char *s);   // s and a newline on fd 1
 // values that are not a known negative errno.
 const char *errname(long err);
 
+// ---- processes ----
+// Waits with wait(-1) until the child `pid` exits and stores its exit status
+// in *status (if status is not NULL). Any other child that exits meanwhile is
+// reaped too and, if `other` is not NULL, reported through other(its pid, its
+// exit status). Returns 0, or the negative errno wait() failed with (then
+// *status is left alone).
+int wait_for(int pid, int *status, void (*other)(int pid, int status));
+
 // ---- console input ----
 // Reads one line from fd 0 into buf (at most max-1 characters, NUL-terminated,
 // without the line end) and returns its length. The kernel does no echo or

@@ -4,6 +4,7 @@
 // report, crash) without printing its lines is counted as a failure by the runner.
 #ifndef CHECK_H
 #define CHECK_H
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,21 @@ static void check_note_eq_(const char *file, int line, const char *a, long long 
     snprintf(check_why_, sizeof check_why_, "%s:%d: %s == %lld, expected %s == %lld",
              file, line, a, av, b, bv);
   check_failed_ = 1;
+}
+
+// Inside a loop of checks: append where the current test failed (say
+// " [iteration 7]") to its reason. Does nothing while the test has not failed.
+static __attribute__((unused, format(printf, 1, 2))) void
+check_context(const char *fmt, ...)
+{
+  size_t n = strlen(check_why_);
+  va_list ap;
+
+  if (!check_failed_)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(check_why_ + n, sizeof check_why_ - n, fmt, ap);
+  va_end(ap);
 }
 
 #define CHECK(cond) do { \

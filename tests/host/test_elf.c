@@ -17,13 +17,12 @@
 // that must agree with the reference verdict and keep every invariant.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
+#include "testutil.h"
 #include "abi.h"
 #include "elf.h"
 
@@ -34,22 +33,6 @@ typedef unsigned __int128 u128;
 //
 // Little-endian field access, by byte offset (gABI layouts).
 //
-
-static uint64_t
-rd(const uint8_t *p, int nbytes)
-{
-  uint64_t v = 0;
-  for (int i = nbytes - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-static void
-wr(uint8_t *p, int nbytes, uint64_t v)
-{
-  for (int i = 0; i < nbytes; i++, v >>= 8)
-    p[i] = (uint8_t)v;
-}
 
 // ELF header fields: offset, size.
 #define E_TYPE 16, 2
@@ -68,8 +51,8 @@ wr(uint8_t *p, int nbytes, uint64_t v)
 #define P_MEMSZ 40, 8
 #define P_ALIGN 48, 8
 
-#define GET_(p, off, n) rd((p) + (off), (n))
-#define SET_(p, off, n, v) wr((p) + (off), (n), (v))
+#define GET_(p, off, n) get_le((p) + (off), (n))
+#define SET_(p, off, n, v) put_le((p) + (off), (n), (v))
 #define GET(p, field) GET_(p, field)
 #define SET(p, field, v) SET_(p, field, v)
 
@@ -253,16 +236,6 @@ struct image {
   struct readelf_view re;
 };
 
-static uint8_t *
-dup_exact(const uint8_t *src, size_t len, size_t newlen)
-{
-  uint8_t *p = calloc(1, newlen ? newlen : 1);
-  if (p == NULL)
-    abort();
-  memcpy(p, src, len < newlen ? len : newlen);
-  return p;
-}
-
 // Parse a copy of img[0..len) that is exactly len bytes long.
 static int
 parse_exact(const uint8_t *img, size_t len, struct elf_info *info)
@@ -331,52 +304,6 @@ expect_reject_(const uint8_t *img, size_t len, int line, const char *what)
 
 static char tmpdir[256];
 
-// Run argv with stdin and stderr on /dev/null and stdout into `out` (or
-// /dev/null). Returns the exit status, or -1.
-static int
-run(char *const argv[], const char *out)
-{
-  int st;
-  pid_t pid = fork();
-
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    int fd = open("/dev/null", O_RDWR);
-    int ofd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : fd;
-    if (fd >= 0 && ofd >= 0) {
-      dup2(fd, 0); dup2(ofd, 1); dup2(fd, 2);
-    }
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static uint8_t *
-slurp(const char *path, size_t *len)
-{
-  FILE *fp = fopen(path, "rb");
-  uint8_t *raw = NULL;
-  long n;
-
-  if (fp != NULL && fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) > 0) {
-    rewind(fp);
-    raw = malloc((size_t)n);
-    if (raw != NULL && fread(raw, 1, (size_t)n, fp) != (size_t)n) {
-      free(raw);
-      raw = NULL;
-    }
-    *len = (size_t)n;
-  }
-  if (fp != NULL)
-    fclose(fp);
-  return raw;
-}
-
 static bool
 readelf(const char *path, struct readelf_view *v)
 {
@@ -386,7 +313,7 @@ readelf(const char *path, struct readelf_view *v)
 
   memset(v, 0, sizeof *v);
   snprintf(out, sizeof out, "%s.readelf", path);
-  if (run(argv, out) != 0 || (fp = fopen(out, "r")) == NULL) {
+  if (run_cmd(argv, out) != 0 || (fp = fopen(out, "r")) == NULL) {
     unlink(out);
     return false;
   }
@@ -454,7 +381,7 @@ compiled(int i)
   fclose(fp);
   char *argv[] = { "riscv64-unknown-elf-gcc", "-nostdlib", "-static", "-O1",
                    (char *)icfg[i].ldflag, "-o", exe, src, NULL };
-  int rc = run(argv, NULL);
+  int rc = run_cmd(argv, NULL);
   unlink(src);
   if (rc != 0 || (images[i].p = slurp(exe, &images[i].len)) == NULL) {
     snprintf(iwhy[i], sizeof iwhy[i], "riscv64-unknown-elf-gcc %s failed (exit %d)",
@@ -925,9 +852,7 @@ truncate_all(const struct image *img)
       CHECK_EQ(rc, -ENOEXEC);
       CHECK(info_is_zero(&info));
     }
-    if (check_failed_)
-      snprintf(check_why_ + strlen(check_why_), sizeof check_why_ - strlen(check_why_),
-               " [length %zu of %zu, need %llu]", len, img->len, (unsigned long long)need);
+    check_context(" [length %zu of %zu, need %llu]", len, img->len, (unsigned long long)need);
   }
 }
 
@@ -949,14 +874,7 @@ test_truncated(void)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
-static uint64_t
-rnd(void)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t rnd(void) { return xorshift64(&rng); }
 
 // Values that sit on the edges of the rules.
 static uint64_t
@@ -990,7 +908,7 @@ fuzz(const struct image *img, int iters, int maxflips)
       case 0: m[where] = (uint8_t)rnd(); break;
       case 1:                           // an aligned 8-byte field gets an edge value
         if ((where & ~7ULL) + 8 <= img->len)
-          wr(m + (where & ~7ULL), 8, interesting(img->len));
+          put_le(m + (where & ~7ULL), 8, interesting(img->len));
         break;
       default: m[where] ^= (uint8_t)(1u << (rnd() % 8)); break;
       }
@@ -1007,9 +925,7 @@ fuzz(const struct image *img, int iters, int maxflips)
       rejected++;
       CHECK(info_is_zero(&info));
     }
-    if (check_failed_)
-      snprintf(check_why_ + strlen(check_why_), sizeof check_why_ - strlen(check_why_),
-               " [iteration %d]", it);
+    check_context(" [iteration %d]", it);
     free(m);
   }
   // Both outcomes must be reached, or the fuzz explores nothing.
@@ -1031,13 +947,8 @@ test_fuzz(void)
 }
 
 CHECK_MAIN_BEGIN("test_elf")
-  const char *base = getenv("TMPDIR");
-  snprintf(tmpdir, sizeof tmpdir, "%s/test_elf.XXXXXX", base && *base ? base : "/tmp");
-  if (mkdtemp(tmpdir) == NULL) {
-    perror("test_elf: mkdtemp");
+  if (setup_tmpdir(tmpdir, sizeof tmpdir, check_binary_) != 0)
     return 1;
-  }
-  alarm(600);   // a hang kills the binary, and the runner counts that
 
   RUN_TEST(test_full_program);
   RUN_TEST(test_tiny_program);

@@ -10,14 +10,13 @@
 // unterminated strings, random byte flips) must give -1 or a sane parse.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
+#include "testutil.h"
 #include "fdt.h"
 #include "board.h"
 
@@ -28,30 +27,13 @@
     snprintf(check_why_, sizeof check_why_, "%s:%d: board_parse: %s", __FILE__, __LINE__, (err)); \
   } } while (0)
 
-static void
-put32(uint8_t *p, uint32_t v)
-{
-  p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 // A copy of src (srclen bytes) in a buffer of exactly newsize bytes (at least
 // 8, the magic and totalsize the parser must read to learn the size), the
 // tail zero-filled if newsize is larger.
 static uint8_t *
 copy_sized(const uint8_t *src, size_t srclen, size_t newsize)
 {
-  size_t alloc = newsize < 8 ? 8 : newsize;
-  uint8_t *p = calloc(1, alloc);
-  if (p == NULL)
-    abort();
-  memcpy(p, src, srclen < alloc ? srclen : alloc);
-  return p;
+  return dup_exact(src, srclen, newsize < 8 ? 8 : newsize);
 }
 
 // Copy of a blob with header word `field` (byte offset) set to v and the
@@ -60,8 +42,8 @@ static uint8_t *
 with_header(const uint8_t *src, size_t size, int field, uint32_t v)
 {
   uint8_t *tmp = copy_sized(src, size, size), *p;
-  put32(tmp + field, v);
-  p = copy_sized(tmp, size, get32(tmp + 4));
+  put_be32(tmp + field, v);
+  p = copy_sized(tmp, size, get_be32(tmp + 4));
   free(tmp);
   return p;
 }
@@ -71,28 +53,6 @@ with_header(const uint8_t *src, size_t size, int field, uint32_t v)
 //
 
 static char tmpdir[256];
-
-static int
-run_quiet(char *const argv[])
-{
-  int st;
-  pid_t pid = fork();
-
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    int fd = open("/dev/null", O_RDWR);
-    if (fd >= 0) {
-      dup2(fd, 0); dup2(fd, 1); dup2(fd, 2);
-    }
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 struct blob {
   uint8_t *p;
@@ -109,28 +69,6 @@ static const struct { int smp; const char *mem; const char *append; uint64_t mem
 static struct blob qblob[Q_N];
 static char qwhy[Q_N][512];
 
-// Read a whole file into a malloc'd buffer; the file is removed either way,
-// so nothing is left behind even if a later test crashes.
-static uint8_t *
-slurp(const char *path, long *len)
-{
-  FILE *fp = fopen(path, "rb");
-  uint8_t *raw = NULL;
-
-  if (fp != NULL && fseek(fp, 0, SEEK_END) == 0 && (*len = ftell(fp)) > 0) {
-    rewind(fp);
-    raw = malloc((size_t)*len);
-    if (raw != NULL && fread(raw, 1, (size_t)*len, fp) != (size_t)*len) {
-      free(raw);
-      raw = NULL;
-    }
-  }
-  if (fp != NULL)
-    fclose(fp);
-  unlink(path);
-  return raw;
-}
-
 // Run QEMU to dump its device tree for configuration i. -append needs a
 // -kernel, so that case loads a dummy 64-byte image (never executed).
 static struct blob
@@ -140,7 +78,7 @@ qemu_dtb(int i)
   char *argv[20];
   int a = 0, rc;
   FILE *fp;
-  long len = 0;
+  size_t len = 0;
   uint8_t *raw;
 
   if (qblob[i].p != NULL || qwhy[i][0] != '\0')
@@ -165,10 +103,11 @@ qemu_dtb(int i)
     argv[a++] = "-append"; argv[a++] = (char *)qcfg[i].append;
   }
   argv[a] = NULL;
-  rc = run_quiet(argv);
+  rc = run_cmd(argv, NULL);
   if (qcfg[i].append)
     unlink(kernel);
   raw = slurp(path, &len);
+  unlink(path);     // gone either way, even if a later test crashes
   if (rc != 0 || raw == NULL) {
     snprintf(qwhy[i], sizeof qwhy[i], "qemu-system-riscv64 -machine %s -smp %s -m %s failed "
              "(exit %d; installed? see scripts/deps.sh)", machine, smp, qcfg[i].mem, rc);
@@ -176,13 +115,13 @@ qemu_dtb(int i)
     return qblob[i];
   }
   // QEMU writes its whole fdt buffer; the blob proper is totalsize bytes.
-  if (len < 40 || get32(raw + 4) > (uint32_t)len || get32(raw + 4) < 40) {
-    snprintf(qwhy[i], sizeof qwhy[i], "%s: %ld bytes, totalsize %u", path, len,
-             len >= 8 ? get32(raw + 4) : 0);
+  if (len < 40 || get_be32(raw + 4) > len || get_be32(raw + 4) < 40) {
+    snprintf(qwhy[i], sizeof qwhy[i], "%s: %zu bytes, totalsize %u", path, len,
+             len >= 8 ? get_be32(raw + 4) : 0);
     free(raw);
     return qblob[i];
   }
-  qblob[i].size = get32(raw + 4);
+  qblob[i].size = get_be32(raw + 4);
   qblob[i].p = copy_sized(raw, qblob[i].size, qblob[i].size);
   free(raw);
   return qblob[i];
@@ -393,7 +332,7 @@ st32(struct bld *b, uint32_t v)
 {
   if (b->n + 4 > sizeof b->st)
     abort();
-  put32(b->st + b->n, v);
+  put_be32(b->st + b->n, v);
   b->n += 4;
 }
 
@@ -446,7 +385,7 @@ prop_cells(struct bld *b, const char *name, int n, ...)
 
   va_start(ap, n);
   for (int i = 0; i < n; i++)
-    put32(v + 4 * i, va_arg(ap, uint32_t));
+    put_be32(v + 4 * i, va_arg(ap, uint32_t));
   va_end(ap);
   prop(b, name, v, 4 * (size_t)n);
 }
@@ -465,21 +404,21 @@ finish(struct bld *b)
   r.p = calloc(1, r.size);
   if (r.p == NULL)
     abort();
-  put32(r.p + 0, FDT_MAGIC);
-  put32(r.p + 4, (uint32_t)r.size);
-  put32(r.p + 8, off_struct);
-  put32(r.p + 12, off_strings);
-  put32(r.p + 16, off_rsv);
-  put32(r.p + 20, 17);
-  put32(r.p + 24, 16);
-  put32(r.p + 28, 0);
-  put32(r.p + 32, (uint32_t)b->ns);
-  put32(r.p + 36, (uint32_t)b->n);
+  put_be32(r.p + 0, FDT_MAGIC);
+  put_be32(r.p + 4, (uint32_t)r.size);
+  put_be32(r.p + 8, off_struct);
+  put_be32(r.p + 12, off_strings);
+  put_be32(r.p + 16, off_rsv);
+  put_be32(r.p + 20, 17);
+  put_be32(r.p + 24, 16);
+  put_be32(r.p + 28, 0);
+  put_be32(r.p + 32, (uint32_t)b->ns);
+  put_be32(r.p + 36, (uint32_t)b->n);
   for (int i = 0; i < b->nrsv; i++) {
-    put32(r.p + off_rsv + 16 * i, (uint32_t)(b->rsv[i][0] >> 32));
-    put32(r.p + off_rsv + 16 * i + 4, (uint32_t)b->rsv[i][0]);
-    put32(r.p + off_rsv + 16 * i + 8, (uint32_t)(b->rsv[i][1] >> 32));
-    put32(r.p + off_rsv + 16 * i + 12, (uint32_t)b->rsv[i][1]);
+    put_be32(r.p + off_rsv + 16 * i, (uint32_t)(b->rsv[i][0] >> 32));
+    put_be32(r.p + off_rsv + 16 * i + 4, (uint32_t)b->rsv[i][0]);
+    put_be32(r.p + off_rsv + 16 * i + 8, (uint32_t)(b->rsv[i][1] >> 32));
+    put_be32(r.p + off_rsv + 16 * i + 12, (uint32_t)b->rsv[i][1]);
   }
   memcpy(r.p + off_struct, b->st, b->n);
   memcpy(r.p + off_strings, b->str, b->ns);
@@ -643,7 +582,7 @@ build_board(struct opts *o)
     // usable harts in reverse, with hart 3 having no S-mode context.
     for (int i = 0; i < 16; i++)
       o->sctx[i] = -1;
-#define IE(v) (put32(ie + nie, (v)), nie += 4)
+#define IE(v) (put_be32(ie + nie, (v)), nie += 4)
     IE(0x300); IE(11); ctx++;
     IE(0x300); IE(9); ctx++;
     IE(0x400); IE(9); IE(9); ctx++;
@@ -945,7 +884,7 @@ test_builder_matches_dtc(void)
     CHECK_EQ(fwrite(t.p, 1, t.size, fp), t.size);
     fclose(fp);
     char *argv[] = { "dtc", "-I", "dtb", "-O", "dts", "-o", "/dev/null", path, NULL };
-    CHECK_EQ(run_quiet(argv), 0);   // nonzero also if dtc is missing: scripts/deps.sh
+    CHECK_EQ(run_cmd(argv, NULL), 0);   // nonzero also if dtc is missing: scripts/deps.sh
     unlink(path);
   }
   free(t.p);
@@ -968,8 +907,8 @@ test_bad_header(void)
   char err[128];
   uint8_t *p;
   NEED_QEMU(q, Q_SMP1);
-  uint32_t off_struct = get32(q.p + 8), off_strings = get32(q.p + 12);
-  uint32_t size_strings = get32(q.p + 32), size_struct = get32(q.p + 36);
+  uint32_t off_struct = get_be32(q.p + 8), off_strings = get_be32(q.p + 12);
+  uint32_t size_strings = get_be32(q.p + 32), size_struct = get_be32(q.p + 36);
 
   p = with_header(q.p, q.size, 0, 0x12345678);
   CHECK_EQ(parse(p, err, sizeof err), -1);
@@ -1034,8 +973,8 @@ static void
 truncate_sweep(const struct blob *q)
 {
   char err[128];
-  uint32_t need = get32(q->p + 8) + get32(q->p + 36);
-  uint32_t send = get32(q->p + 12) + get32(q->p + 32);
+  uint32_t need = get_be32(q->p + 8) + get_be32(q->p + 36);
+  uint32_t send = get_be32(q->p + 12) + get_be32(q->p + 32);
 
   if (send > need)
     need = send;
@@ -1086,8 +1025,8 @@ test_bad_struct(void)
   uint8_t *p;
   int off;
   NEED_QEMU(q, Q_SMP4);
-  uint32_t off_struct = get32(q.p + 8), size_struct = get32(q.p + 36);
-  uint32_t size_strings = get32(q.p + 32);
+  uint32_t off_struct = get_be32(q.p + 8), size_struct = get_be32(q.p + 36);
+  uint32_t size_strings = get_be32(q.p + 32);
 
   // A property whose length runs past the structure block (and the blob).
   off = find_prop(&q, "/soc/plic", "interrupts-extended");
@@ -1096,7 +1035,7 @@ test_bad_struct(void)
   uint32_t lens[] = { room + 1, room + 4, 0x7fffffff, 0xfffffff0, 0xffffffff };
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
     p = copy_sized(q.p, q.size, q.size);
-    put32(p + off + 4, lens[i]);
+    put_be32(p + off + 4, lens[i]);
     CHECK_EQ(parse(p, err, sizeof err), -1);
     CHECK(strstr(err, "malformed structure block") != NULL);
     free(p);
@@ -1106,14 +1045,14 @@ test_bad_struct(void)
   int first = find_prop(&q, "/soc/plic", "phandle");
   CHECK(first > 0 && first < off);
   p = copy_sized(q.p, q.size, q.size);
-  put32(p + off + 4, (uint32_t)first - (uint32_t)off - 12u);
+  put_be32(p + off + 4, (uint32_t)first - (uint32_t)off - 12u);
   CHECK_EQ(parse(p, err, sizeof err), -1);
   free(p);
 
   // A property length that stays inside the block but desynchronises the
   // token stream.
   p = copy_sized(q.p, q.size, q.size);
-  put32(p + off + 4, get32(p + off + 4) + 4);
+  put_be32(p + off + 4, get_be32(p + off + 4) + 4);
   CHECK_EQ(parse(p, err, sizeof err), -1);
   free(p);
 
@@ -1121,7 +1060,7 @@ test_bad_struct(void)
   uint32_t nameoffs[] = { size_strings, size_strings + 100, 0xffffffff };
   for (size_t i = 0; i < sizeof nameoffs / sizeof nameoffs[0]; i++) {
     p = copy_sized(q.p, q.size, q.size);
-    put32(p + off + 8, nameoffs[i]);
+    put_be32(p + off + 8, nameoffs[i]);
     CHECK_EQ(parse(p, err, sizeof err), -1);
     free(p);
   }
@@ -1146,7 +1085,7 @@ test_bad_struct(void)
   uint32_t toks[] = { 0, 5, 8, 0xffffffff, FDT_END_NODE, FDT_END };
   for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
     p = copy_sized(q.p, q.size, q.size);
-    put32(p + off, toks[i]);
+    put_be32(p + off, toks[i]);
     CHECK_EQ(parse(p, err, sizeof err), -1);
     free(p);
   }
@@ -1167,14 +1106,14 @@ test_bad_struct(void)
   // A PLIC context naming a phandle nobody has.
   off = find_prop(&q, "/soc/plic", "interrupts-extended");
   p = copy_sized(q.p, q.size, q.size);
-  put32(p + off + 12 + 8, 0x7777);
+  put_be32(p + off + 12 + 8, 0x7777);
   CHECK_EQ(parse(p, err, sizeof err), -1);
   CHECK(strstr(err, "unknown phandle 0x7777") != NULL);
   free(p);
   // An odd number of cells.
   p = copy_sized(q.p, q.size, q.size);
-  put32(p + off + 4, get32(p + off + 4) - 4);
-  put32(p + off + 12 + get32(p + off + 4), FDT_NOP);
+  put_be32(p + off + 4, get_be32(p + off + 4) - 4);
+  put_be32(p + off + 12 + get_be32(p + off + 4), FDT_NOP);
   CHECK_EQ(parse(p, err, sizeof err), -1);
   CHECK(strstr(err, "interrupts-extended malformed") != NULL);
   free(p);
@@ -1189,10 +1128,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;   // fixed seed: reproducible
 static uint32_t
 rnd(void)
 {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng >> 11);
+  return (uint32_t)(xorshift64(&rng) >> 11);
 }
 
 // Whatever the parse said, it must be consistent.
@@ -1273,17 +1209,15 @@ fuzz(const struct blob *q, int iters, int maxflips)
     }
     // The parser trusts totalsize (it has no other size), so give it a buffer
     // of exactly that size; keep the original when the flip makes it huge.
-    if (get32(tmp + 4) > (1u << 22))
-      put32(tmp + 4, (uint32_t)q->size);
-    p = copy_sized(tmp, q->size, get32(tmp + 4));
+    if (get_be32(tmp + 4) > (1u << 22))
+      put_be32(tmp + 4, (uint32_t)q->size);
+    p = copy_sized(tmp, q->size, get_be32(tmp + 4));
     free(tmp);
     memset(err, 'x', sizeof err);
     int r = board_parse(p, &b, err, sizeof err);
     check_sane(r, &b, err, sizeof err);
     walk_all(p);
-    if (check_failed_)
-      snprintf(check_why_ + strlen(check_why_), sizeof check_why_ - strlen(check_why_),
-               " [iteration %d]", it);
+    check_context(" [iteration %d]", it);
     free(p);
   }
 }
@@ -1311,13 +1245,8 @@ test_fuzz_handbuilt(void)
 }
 
 CHECK_MAIN_BEGIN("test_fdt")
-  const char *base = getenv("TMPDIR");
-  snprintf(tmpdir, sizeof tmpdir, "%s/test_fdt.XXXXXX", base && *base ? base : "/tmp");
-  if (mkdtemp(tmpdir) == NULL) {
-    perror("test_fdt: mkdtemp");
+  if (setup_tmpdir(tmpdir, sizeof tmpdir, check_binary_) != 0)
     return 1;
-  }
-  alarm(600);   // a hang kills the binary, and the runner counts that
 
   RUN_TEST(test_qemu_smp1_128m);
   RUN_TEST(test_qemu_smp4_256m);

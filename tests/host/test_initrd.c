@@ -10,13 +10,12 @@
 // fixed-seed fuzz whose verdicts must match the reference.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
+#include "testutil.h"
 #include "abi.h"
 #include "initrd.h"
 
@@ -24,54 +23,15 @@ typedef unsigned __int128 u128;
 
 static char tmpdir[256];
 
-static uint64_t
-rd(const uint8_t *p, int nbytes)
-{
-  uint64_t v = 0;
-  for (int i = nbytes - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-static void
-wr(uint8_t *p, int nbytes, uint64_t v)
-{
-  for (int i = 0; i < nbytes; i++, v >>= 8)
-    p[i] = (uint8_t)v;
-}
-
 // Field positions from initrd.h.
-#define COUNT(b) rd((b) + 8, 4)
+#define COUNT(b) get_le((b) + 8, 4)
 #define ENT(b, i) ((b) + 16 + 48 * (uint64_t)(i))
-#define E_OFF(e) rd((e) + 32, 8)
-#define E_SIZE(e) rd((e) + 40, 8)
+#define E_OFF(e) get_le((e) + 32, 8)
+#define E_SIZE(e) get_le((e) + 40, 8)
 
 //
 // Running the packer.
 //
-
-// Run argv with stdin/stdout/stderr on /dev/null; the exit status or -1.
-static int
-run(char *const argv[])
-{
-  int st;
-  pid_t pid = fork();
-
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    int fd = open("/dev/null", O_RDWR);
-    if (fd >= 0) {
-      dup2(fd, 0); dup2(fd, 1); dup2(fd, 2);
-    }
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 // python3 scripts/mkinitrd.py OUT FILES... (NULL-terminated list).
 static int
@@ -86,7 +46,7 @@ mkinitrd(const char *out, const char *const *files)
   for (; *files != NULL && a < 31; files++)
     argv[a++] = (char *)*files;
   argv[a] = NULL;
-  return run(argv);
+  return run_cmd(argv, NULL);
 }
 
 static bool
@@ -105,40 +65,6 @@ write_file(const char *path, const void *data, size_t n)
     abort();
   }
   fclose(fp);
-}
-
-// The whole file in a buffer of exactly its size (at least 1 byte allocated).
-static uint8_t *
-slurp(const char *path, size_t *len)
-{
-  FILE *fp = fopen(path, "rb");
-  uint8_t *raw = NULL;
-  long n;
-
-  *len = 0;
-  if (fp == NULL)
-    return NULL;
-  if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0) {
-    rewind(fp);
-    raw = malloc(n ? (size_t)n : 1);
-    if (raw != NULL && fread(raw, 1, (size_t)n, fp) != (size_t)n) {
-      free(raw);
-      raw = NULL;
-    }
-    *len = (size_t)n;
-  }
-  fclose(fp);
-  return raw;
-}
-
-static uint8_t *
-dup_exact(const uint8_t *src, size_t len, size_t newlen)
-{
-  uint8_t *p = calloc(1, newlen ? newlen : 1);
-  if (p == NULL)
-    abort();
-  memcpy(p, src, len < newlen ? len : newlen);
-  return p;
 }
 
 // Forget the open archive before its buffer goes away.
@@ -239,7 +165,7 @@ good_archive(void)
 static int
 ref_verdict(const uint8_t *b, size_t len)
 {
-  if (len < 16 || memcmp(b, "CORALRD1", 8) != 0 || rd(b + 12, 4) != 0)
+  if (len < 16 || memcmp(b, "CORALRD1", 8) != 0 || get_le(b + 12, 4) != 0)
     return -EINVAL;
   uint64_t n = COUNT(b);
   u128 table_end = 16 + (u128)48 * n;
@@ -301,7 +227,7 @@ test_format(void)
   CHECK(g->len >= 16);
   CHECK(memcmp(b, INITRD_MAGIC, 8) == 0);
   CHECK_EQ(COUNT(b), NFILES);
-  CHECK_EQ(rd(b + 12, 4), 0);
+  CHECK_EQ(get_le(b + 12, 4), 0);
   uint64_t expect_off = (16 + 48 * NFILES + 7) / 8 * 8;
   for (int i = 0; i < NFILES; i++) {
     const uint8_t *e = ENT(b, i);
@@ -464,7 +390,7 @@ test_mkinitrd(void)
   CHECK(!exists(out2));
 
   char *usage[] = { "python3", "scripts/mkinitrd.py", NULL };
-  CHECK_EQ(run(usage), 2);
+  CHECK_EQ(run_cmd(usage, NULL), 2);
   CHECK(!exists(tmp));
 }
 
@@ -510,13 +436,13 @@ test_bad_header(void)
   REJECTS(m[7] = '2');                            // another version
   for (int k = 12; k < 16; k++)
     REJECTS(m[k] = 1);                            // reserved must be 0
-  REJECTS(wr(m + 8, 4, 0xffffffff));
-  REJECTS(wr(m + 8, 4, 0x80000000));
-  REJECTS(wr(m + 8, 4, INITRD_MAX_FILES + 1));
-  REJECTS(wr(m + 8, 4, (mlen - 16) / 48 + 1));     // the table runs past the end
-  REJECTS(wr(m + 8, 4, NFILES + 1));               // file bytes read as an entry: offset 0
-  ACCEPTS(wr(m + 8, 4, NFILES - 1));               // fewer entries: still consistent
-  ACCEPTS(wr(m + 8, 4, 0));
+  REJECTS(put_le(m + 8, 4, 0xffffffff));
+  REJECTS(put_le(m + 8, 4, 0x80000000));
+  REJECTS(put_le(m + 8, 4, INITRD_MAX_FILES + 1));
+  REJECTS(put_le(m + 8, 4, (mlen - 16) / 48 + 1));     // the table runs past the end
+  REJECTS(put_le(m + 8, 4, NFILES + 1));               // file bytes read as an entry: offset 0
+  ACCEPTS(put_le(m + 8, 4, NFILES - 1));               // fewer entries: still consistent
+  ACCEPTS(put_le(m + 8, 4, 0));
   REJECTS(mlen = 15);
   REJECTS(mlen = 0);
   CHECK_EQ(initrd_open(NULL, 16), -EINVAL);
@@ -537,23 +463,23 @@ test_bad_entries(void)
     REJECTS(strcpy((char *)ENT(m, i), names[(i + 1) % NFILES]));
     ACCEPTS(memset(ENT(m, i), 'z', 31));          // 31 bytes and the NUL: fine
     // data outside the blob, or wrapping around
-    REJECTS(wr(ENT(m, i) + 32, 8, mlen + 8));
-    REJECTS(wr(ENT(m, i) + 32, 8, (mlen - size + 8) / 8 * 8));
-    REJECTS(wr(ENT(m, i) + 40, 8, mlen - off + 1));
-    ACCEPTS(wr(ENT(m, i) + 40, 8, mlen - off));   // up to the last byte
-    REJECTS(wr(ENT(m, i) + 40, 8, UINT64_MAX));
-    REJECTS(wr(ENT(m, i) + 40, 8, UINT64_MAX - off + 1));    // off + size wraps to 0
-    REJECTS(wr(ENT(m, i) + 32, 8, UINT64_MAX - 7));          // 8-aligned, wraps
-    REJECTS({ wr(ENT(m, i) + 32, 8, UINT64_MAX - 7); wr(ENT(m, i) + 40, 8, 16); });
-    REJECTS(wr(ENT(m, i) + 32, 8, 1ULL << 63));
+    REJECTS(put_le(ENT(m, i) + 32, 8, mlen + 8));
+    REJECTS(put_le(ENT(m, i) + 32, 8, (mlen - size + 8) / 8 * 8));
+    REJECTS(put_le(ENT(m, i) + 40, 8, mlen - off + 1));
+    ACCEPTS(put_le(ENT(m, i) + 40, 8, mlen - off));   // up to the last byte
+    REJECTS(put_le(ENT(m, i) + 40, 8, UINT64_MAX));
+    REJECTS(put_le(ENT(m, i) + 40, 8, UINT64_MAX - off + 1));    // off + size wraps to 0
+    REJECTS(put_le(ENT(m, i) + 32, 8, UINT64_MAX - 7));          // 8-aligned, wraps
+    REJECTS({ put_le(ENT(m, i) + 32, 8, UINT64_MAX - 7); put_le(ENT(m, i) + 40, 8, 16); });
+    REJECTS(put_le(ENT(m, i) + 32, 8, 1ULL << 63));
     // data misaligned, or inside the header and entry table
-    REJECTS(wr(ENT(m, i) + 32, 8, off + 1));
-    REJECTS(wr(ENT(m, i) + 32, 8, off + 4));
-    REJECTS(wr(ENT(m, i) + 32, 8, 0));
-    REJECTS(wr(ENT(m, i) + 32, 8, 16));
-    REJECTS(wr(ENT(m, i) + 32, 8, table_end / 8 * 8 - 8));
-    ACCEPTS(wr(ENT(m, i) + 32, 8, (table_end + 7) / 8 * 8));  // another file's bytes: allowed
-    ACCEPTS({ wr(ENT(m, i) + 32, 8, mlen); wr(ENT(m, i) + 40, 8, 0); });  // empty, at the end
+    REJECTS(put_le(ENT(m, i) + 32, 8, off + 1));
+    REJECTS(put_le(ENT(m, i) + 32, 8, off + 4));
+    REJECTS(put_le(ENT(m, i) + 32, 8, 0));
+    REJECTS(put_le(ENT(m, i) + 32, 8, 16));
+    REJECTS(put_le(ENT(m, i) + 32, 8, table_end / 8 * 8 - 8));
+    ACCEPTS(put_le(ENT(m, i) + 32, 8, (table_end + 7) / 8 * 8));  // another file's bytes: allowed
+    ACCEPTS({ put_le(ENT(m, i) + 32, 8, mlen); put_le(ENT(m, i) + 40, 8, 0); });  // empty, at the end
   }
 }
 
@@ -569,10 +495,10 @@ build_many(uint32_t n)
   if (b.p == NULL)
     abort();
   memcpy(b.p, "CORALRD1", 8);
-  wr(b.p + 8, 4, n);
+  put_le(b.p + 8, 4, n);
   for (uint32_t i = 0; i < n; i++) {
     snprintf((char *)ENT(b.p, i), 32, "f%u", i);
-    wr(ENT(b.p, i) + 32, 8, b.len);
+    put_le(ENT(b.p, i) + 32, 8, b.len);
   }
   return b;
 }
@@ -615,9 +541,7 @@ test_truncated(void)
       check_open_archive(m, len);
     else
       CHECK_EQ(initrd_count(), 0);
-    if (check_failed_)
-      snprintf(check_why_ + strlen(check_why_), sizeof check_why_ - strlen(check_why_),
-               " [length %zu of %zu]", len, g->len);
+    check_context(" [length %zu of %zu]", len, g->len);
     close_rd();
     free(m);
   }
@@ -625,14 +549,7 @@ test_truncated(void)
 
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
 
-static uint64_t
-rnd(void)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t rnd(void) { return xorshift64(&rng); }
 
 static void
 fuzz(const struct blob *g, int iters, int maxflips)
@@ -652,7 +569,7 @@ fuzz(const struct blob *g, int iters, int maxflips)
         if (where >= 16 && (where & ~7ULL) + 8 <= g->len) {
           static const uint64_t v[] = { 0, 8, 16, UINT64_MAX, UINT64_MAX - 7, 1ULL << 63 };
           uint64_t k2 = rnd() % 8;
-          wr(m + (where & ~7ULL), 8, k2 < 6 ? v[k2] : g->len - 8 * (rnd() % 4));
+          put_le(m + (where & ~7ULL), 8, k2 < 6 ? v[k2] : g->len - 8 * (rnd() % 4));
         }
         break;
       default: m[where] ^= (uint8_t)(1u << (rnd() % 8)); break;
@@ -667,9 +584,7 @@ fuzz(const struct blob *g, int iters, int maxflips)
       rejected++;
       CHECK_EQ(initrd_count(), 0);
     }
-    if (check_failed_)
-      snprintf(check_why_ + strlen(check_why_), sizeof check_why_ - strlen(check_why_),
-               " [iteration %d]", it);
+    check_context(" [iteration %d]", it);
     close_rd();
     free(m);
   }
@@ -686,13 +601,8 @@ test_fuzz(void)
 }
 
 CHECK_MAIN_BEGIN("test_initrd")
-  const char *base = getenv("TMPDIR");
-  snprintf(tmpdir, sizeof tmpdir, "%s/test_initrd.XXXXXX", base && *base ? base : "/tmp");
-  if (mkdtemp(tmpdir) == NULL) {
-    perror("test_initrd: mkdtemp");
+  if (setup_tmpdir(tmpdir, sizeof tmpdir, check_binary_) != 0)
     return 1;
-  }
-  alarm(600);   // a hang kills the binary, and the runner counts that
   make_files();
 
   RUN_TEST(test_format);
