@@ -22,7 +22,15 @@
 #define SYS_brk 12        // brk(void *addr)                       -> the new break (addr 0: query)
 #define SYS_uptime 13     // uptime()                              -> milliseconds since boot
 #define SYS_kstat 14      // kstat(int what)                       -> a kernel counter (KSTAT_*), for tests
-#define NSYSCALL 15
+#define SYS_uwait 15      // uwait()                               -> 0 once a user interrupt is pending
+#define NSYSCALL 16
+
+// The asynchronous form of a call that may wait (read, write, sleep, wait):
+// a7 = SYS_x | SYS_ASYNC, the usual arguments, a4 = the calling coroutine's
+// priority, a5 = its cid. Returns the result at once if nothing must wait (the
+// fast path), else -EINPROGRESS; the result then arrives as {cid, result} in the
+// completion ring, announced by a user software interrupt.
+#define SYS_ASYNC 0x10000
 
 // kstat() selectors: counters that user tests compare before and after.
 #define KSTAT_FREE_PAGES 1
@@ -30,6 +38,9 @@
 #define KSTAT_KMALLOC_OBJECTS 3
 #define KSTAT_LIVE_COROUTINES 4
 #define KSTAT_NPROCS 5
+#define KSTAT_UINTR_POSTED 6     // user interrupts raised for this process
+#define KSTAT_RING_OVERFLOWS 7   // completions that waited in the kernel for ring space
+#define KSTAT_COUNT 8            // selectors are 1 .. KSTAT_COUNT - 1
 
 // ---- errors (returned negated) ----
 #define EPERM 1
@@ -67,6 +78,26 @@
 #define USER_EXEC_PAGE 0x70100000UL     // the process's executor state (RW)
 #define USER_RING 0x70200000UL          // the completion ring (RW, shared with the kernel)
 #define USER_VVAR 0x70300000UL          // read-only kernel data (global priority bitmap)
+
+// ---- the completion ring (one page at USER_RING, shared with the kernel) ----
+// The kernel writes entries at tail and then advances tail; the process reads
+// entries from head and then advances head. Both count up forever; the slot is
+// the count modulo RING_ENTRIES. When the ring is full, completions wait in the
+// kernel (nothing is lost) and move in as the process frees space.
+#define RING_ENTRIES 255
+#ifndef __ASSEMBLER__
+struct ring_entry {
+  unsigned long cid;
+  long result;
+};
+struct completion_ring {
+  volatile unsigned int head;       // written by the process
+  volatile unsigned int tail;       // written by the kernel
+  volatile unsigned int waiting;    // completions held in the kernel for lack of space
+  unsigned int reserved;
+  struct ring_entry e[RING_ENTRIES];
+};
+#endif
 
 // Standard descriptors: every process starts with the console on 0, 1 and 2.
 #define STDIN 0

@@ -9,6 +9,7 @@
 #include "kmalloc.h"
 #include "main.h"
 #include "vdso_map.h"
+#include "ring.h"
 #include "palloc.h"
 #include "printf.h"
 
@@ -24,7 +25,11 @@ void proc_init(void) {
   waitq_init(&runq_wait, "runq");
   for (int i = 0; i < NPROC; i++) {
     spin_init(&procs[i].lock, "proc");
+    spin_init(&procs[i].ring_lock, "ring");
     waitq_init(&procs[i].child_exit, "wait");
+    waitq_init(&procs[i].uwait, "uwait");
+    waitq_init(&procs[i].async_done, "async");
+    procs[i].on_hart = -1;
   }
 }
 
@@ -97,6 +102,7 @@ static struct proc *alloc_slot(void) {
 
 // Free everything a process holds except its slot (files, address space).
 static void release_resources(struct proc *p) {
+  ring_release(p);
   for (int fd = 0; fd < NOFILE; fd++)
     if (p->ofile[fd]) {
       file_close(p->ofile[fd]);
@@ -155,8 +161,9 @@ static int load_program(struct proc *p, const char *name, int argc, char *const 
     if (uvm_load(p->pagetable, s->vaddr, (const char *)img + s->offset, s->filesz) < 0)
       return -ENOEXEC;
   }
-  if ((err = vdso_map(p->pagetable)) != 0)
+  if ((err = vdso_map(p->pagetable)) != 0 || (err = ring_setup(p)) != 0)
     return err;
+  uintr_init(p);
   // The stack; the page below it stays unmapped as a guard.
   if (uvm_alloc(p->pagetable, USER_STACK_TOP - USER_STACK_SIZE, USER_STACK_TOP, PTE_R | PTE_W) < 0)
     return -ENOMEM;
@@ -205,8 +212,21 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
 }
 
 // ---- exit, wait, kill ----
+void proc_async_start(struct proc *p) {
+  __atomic_fetch_add(&p->async_inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+void proc_async_done(struct proc *p) {
+  __atomic_fetch_sub(&p->async_inflight, 1, __ATOMIC_SEQ_CST);
+  waitq_wake_all(&p->async_done);
+}
+
 void proc_exit(struct proc *p, int status) {
   int pid = p->pid;           // an orphan's slot may be reused once it is freed below
+  // Async calls still running in the kernel use p's memory and files: make them
+  // give up (killed) and wait for every one to finish before freeing anything.
+  p->killed = 1;
+  KCO_WAIT_UNTIL(&p->async_done, __atomic_load_n(&p->async_inflight, __ATOMIC_SEQ_CST) == 0);
   release_resources(p);       // the caller has already switched to the kernel page table
   spin_lock(&ptable_lock);
   for (int i = 0; i < NPROC; i++) {

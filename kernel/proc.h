@@ -11,8 +11,10 @@
 #include "spinlock.h"
 #include "uvm.h"
 #include "waitq.h"
+#include "uintr.h"
 
 #define NPROC 64
+#define USER_PRIO_CEILING 1      // the best priority a process's kernel work may get (0 is the kernel's)
 
 // Saved by user_return/uservec (kernel/uservec.S); offsets are fixed there.
 struct uctx {
@@ -28,6 +30,7 @@ struct uctx {
 enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_BLOCKED, P_ZOMBIE };
 
 struct file;
+struct waiting_completion;
 
 struct proc {
   struct uctx uc;                 // first: uservec finds it through sscratch
@@ -45,6 +48,16 @@ struct proc {
   struct waitq child_exit;        // the parent's wait() sleeps here
   struct proc *rq_next;           // run-queue link
   uint64_t syscalls, traps;       // counters
+  // user interrupts and async calls
+  struct uintr_state ui;          // shadow u-CSRs (emulated backend)
+  int on_hart;                    // hart index while in U-mode, else -1
+  struct waitq uwait;             // uwait() sleeps here
+  struct completion_ring *ring;   // kernel address of the ring page
+  struct spinlock ring_lock;
+  struct waiting_completion *ring_waiting;   // completions waiting for ring space
+  uint64_t ring_overflows;
+  int async_inflight;             // async calls still running in the kernel
+  struct waitq async_done;        // exit waits here until they have all finished
 };
 
 void proc_init(void);
@@ -61,6 +74,9 @@ struct proc *proc_by_pid(int pid);          // caller must hold nothing; returns
 // Wait for a child (pid or -1) to exit; status is written to *status_kernel.
 // may_block 0: returns -EAGAIN instead of blocking.
 int proc_wait(struct proc *p, int pid, int *status_kernel, int may_block);
+
+void proc_async_start(struct proc *p);
+void proc_async_done(struct proc *p);
 
 // kernel/uservec.S
 void user_return(struct uctx *uc);

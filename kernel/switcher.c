@@ -19,6 +19,8 @@
 #include "riscv.h"
 #include "syscall.h"
 #include "trap.h"
+#include "ring.h"
+#include "uintr.h"
 
 static uint64_t kills_by_fault;
 
@@ -27,6 +29,15 @@ uint64_t switcher_fault_kills(void) { return kills_by_fault; }
 static int others_waiting(void);
 
 enum run_end { RUN_BLOCKED, RUN_PREEMPTED, RUN_EXITED };
+
+// The faulting instruction is in stval when the hart reports it; otherwise read
+// it from the process (4 bytes: u-CSR instructions are never compressed).
+static int emulate_illegal(struct proc *p, uint64_t stval) {
+  uint32_t insn = (uint32_t)stval;
+  if (insn == 0 && copyin(p->pagetable, &insn, p->uc.pc, sizeof insn) < 0)
+    return 0;
+  return uintr_illegal(p, insn);
+}
 
 static enum run_end run_process(struct proc *p) {
   uvm_activate(p->pagetable);
@@ -37,7 +48,13 @@ static enum run_end run_process(struct proc *p) {
       return RUN_EXITED;
     }
     intr_off();                 // stvec points at uservec until the trap
+    // Publish where p runs before looking for pending user interrupts, so a
+    // completion posted from another hart either is seen here or sends an IPI.
+    __atomic_store_n(&p->on_hart, (int)this_hart()->index, __ATOMIC_SEQ_CST);
+    ring_flush(p);
+    uintr_deliver(p);
     user_return(&p->uc);
+    __atomic_store_n(&p->on_hart, -1, __ATOMIC_SEQ_CST);
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
     p->traps++;
     if (cause & SCAUSE_INTERRUPT) {
@@ -62,6 +79,8 @@ static enum run_end run_process(struct proc *p) {
         proc_exit(p, (int)p->uc.x[REG_A0]);
         return RUN_EXITED;
       }
+    } else if (cause == EXC_ILLEGAL_INST && emulate_illegal(p, stval)) {
+      intr_on();                // a u-CSR access or uret: emulated, carry on
     } else {
       intr_on();
       kprintf("coral: pid %d (%s) killed: %s at pc %p, stval %p\n", p->pid, p->name,

@@ -16,11 +16,20 @@
 #include "printf.h"
 #include "riscv.h"
 #include "timer.h"
+#include "ring.h"
+#include "uintr.h"
 
 #define WOULD_BLOCK (-1000)        // internal: never returned to user space
 #define WORKER_PRIO 5
 
-static uint64_t arg(struct proc *p, int n) { return p->uc.x[REG_A0 + n]; }
+// A call's arguments, copied out of the user registers: an async call's kernel
+// coroutine keeps running after the process has moved on.
+struct sysargs {
+  uint64_t nr;
+  uint64_t a[6];
+};
+
+#define arg(p, n) (sa->a[n])
 
 static struct file *fd_file(struct proc *p, uint64_t fd) {
   return fd < NOFILE ? p->ofile[fd] : 0;
@@ -52,9 +61,13 @@ static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
 }
 
 // ---- the calls ----
-static long sys_getpid(struct proc *p, int may_block) { (void)may_block; return p->pid; }
+static long sys_getpid(struct proc *p, const struct sysargs *sa, int may_block) {
+  (void)sa;
+  (void)may_block;
+  return p->pid;
+}
 
-static long sys_rw(struct proc *p, int may_block, int is_write) {
+static long sys_rw(struct proc *p, const struct sysargs *sa, int may_block, int is_write) {
   struct file *f = fd_file(p, arg(p, 0));
   long n = (long)arg(p, 2);
   if (!f)
@@ -70,10 +83,10 @@ static long sys_rw(struct proc *p, int may_block, int is_write) {
   return r == -EAGAIN && !may_block ? WOULD_BLOCK : r;
 }
 
-static long sys_read(struct proc *p, int may_block) { return sys_rw(p, may_block, 0); }
-static long sys_write(struct proc *p, int may_block) { return sys_rw(p, may_block, 1); }
+static long sys_read(struct proc *p, const struct sysargs *sa, int may_block) { return sys_rw(p, sa, may_block, 0); }
+static long sys_write(struct proc *p, const struct sysargs *sa, int may_block) { return sys_rw(p, sa, may_block, 1); }
 
-static long sys_close(struct proc *p, int may_block) {
+static long sys_close(struct proc *p, const struct sysargs *sa, int may_block) {
   (void)may_block;
   uint64_t fd = arg(p, 0);
   struct file *f = fd_file(p, fd);
@@ -84,7 +97,7 @@ static long sys_close(struct proc *p, int may_block) {
   return 0;
 }
 
-static long sys_pipe(struct proc *p, int may_block) {
+static long sys_pipe(struct proc *p, const struct sysargs *sa, int may_block) {
   (void)may_block;
   uint64_t ufds = arg(p, 0);
   if (!user_writable(p, ufds, 2 * sizeof(int)))
@@ -107,7 +120,7 @@ static long sys_pipe(struct proc *p, int may_block) {
   return 0;
 }
 
-static long sys_sleep(struct proc *p, int may_block) {
+static long sys_sleep(struct proc *p, const struct sysargs *sa, int may_block) {
   long ms = (long)arg(p, 0);
   if (ms < 0)
     return -EINVAL;
@@ -123,10 +136,15 @@ static long sys_sleep(struct proc *p, int may_block) {
   return p->killed ? -EINTR : 0;
 }
 
-static long sys_yield(struct proc *p, int may_block) { (void)p; (void)may_block; return 0; }
+static long sys_yield(struct proc *p, const struct sysargs *sa, int may_block) {
+  (void)p;
+  (void)sa;
+  (void)may_block;
+  return 0;
+}
 
 // spawn(name, argv): copy and check everything before creating anything.
-static long sys_spawn(struct proc *p, int may_block) {
+static long sys_spawn(struct proc *p, const struct sysargs *sa, int may_block) {
   (void)may_block;
   char name[MAXNAME];
   long r = copyinstr(p->pagetable, name, arg(p, 0), sizeof name);
@@ -172,7 +190,7 @@ static long sys_spawn(struct proc *p, int may_block) {
   return r;
 }
 
-static long sys_wait(struct proc *p, int may_block) {
+static long sys_wait(struct proc *p, const struct sysargs *sa, int may_block) {
   int pid = (int)arg(p, 0);
   uint64_t ustatus = arg(p, 1);
   if (pid < -1 || pid == 0)
@@ -188,14 +206,14 @@ static long sys_wait(struct proc *p, int may_block) {
   return r;
 }
 
-static long sys_kill(struct proc *p, int may_block) {
+static long sys_kill(struct proc *p, const struct sysargs *sa, int may_block) {
   (void)p;
   (void)may_block;
   long pid = (long)arg(p, 0);
   return pid <= 0 || pid > 0x7fffffff ? -ESRCH : proc_kill((int)pid);
 }
 
-static long sys_brk(struct proc *p, int may_block) {
+static long sys_brk(struct proc *p, const struct sysargs *sa, int may_block) {
   (void)may_block;
   uint64_t want = arg(p, 0);
   if (want == 0)
@@ -211,13 +229,14 @@ static long sys_brk(struct proc *p, int may_block) {
   return (long)want;
 }
 
-static long sys_uptime(struct proc *p, int may_block) {
+static long sys_uptime(struct proc *p, const struct sysargs *sa, int may_block) {
   (void)p;
+  (void)sa;
   (void)may_block;
   return (long)(rdtime() / (board.timebase_hz / 1000));
 }
 
-static long sys_kstat(struct proc *p, int may_block) {
+static long sys_kstat(struct proc *p, const struct sysargs *sa, int may_block) {
   (void)may_block;
   struct palloc_stats ps;
   struct kmalloc_stats ks;
@@ -238,52 +257,123 @@ static long sys_kstat(struct proc *p, int may_block) {
     return es.live;
   case KSTAT_NPROCS:
     return proc_count();
+  case KSTAT_UINTR_POSTED:
+    return (long)p->ui.posted;
+  case KSTAT_RING_OVERFLOWS:
+    return (long)p->ring_overflows;
   default:
     return -EINVAL;
   }
 }
 
-static long (*const calls[NSYSCALL])(struct proc *, int) = {
+// uwait(): block until a user interrupt is pending. The runtime calls it when
+// its executor has nothing ready but async calls are still in flight.
+static long sys_uwait(struct proc *p, const struct sysargs *sa, int may_block) {
+  (void)sa;
+  if (uintr_pending(p) || p->ring_waiting)
+    return 0;
+  if (!may_block)
+    return WOULD_BLOCK;
+  KCO_WAIT_UNTIL(&p->uwait, uintr_pending(p) || p->killed);
+  return p->killed ? -EINTR : 0;
+}
+
+static long (*const calls[NSYSCALL])(struct proc *, const struct sysargs *, int) = {
   [SYS_getpid] = sys_getpid, [SYS_write] = sys_write, [SYS_read] = sys_read,
   [SYS_close] = sys_close,   [SYS_pipe] = sys_pipe,   [SYS_sleep] = sys_sleep,
   [SYS_yield] = sys_yield,   [SYS_spawn] = sys_spawn, [SYS_wait] = sys_wait,
   [SYS_kill] = sys_kill,     [SYS_brk] = sys_brk,     [SYS_uptime] = sys_uptime,
-  [SYS_kstat] = sys_kstat,
+  [SYS_kstat] = sys_kstat,   [SYS_uwait] = sys_uwait,
 };
 
-// ---- blocking calls as kernel coroutines ----
+// Calls that may wait, and so have an asynchronous form.
+static int can_be_async(uint64_t nr) {
+  return nr == SYS_read || nr == SYS_write || nr == SYS_sleep || nr == SYS_wait;
+}
+
+// ---- calls that wait become kernel coroutines ----
+struct worker {
+  struct proc *p;
+  struct sysargs sa;
+  cid_t cid;                 // async: the user coroutine to complete; 0: a sync call
+};
+
 static void syscall_worker(void *arg0) {
-  struct proc *p = arg0;
-  long r = calls[p->uc.x[REG_A7]](p, 1);
-  p->uc.x[REG_A0] = (uint64_t)r;
-  p->worker = 0;
-  proc_make_runnable(p);
+  struct worker *w = arg0;
+  struct proc *p = w->p;
+  long r = calls[w->sa.nr](p, &w->sa, 1);
+  if (w->cid) {
+    // Async: the process has been running all along. Post {cid, result} to its
+    // completion ring and raise a user interrupt.
+    ring_complete(p, w->cid, r);
+    proc_async_done(p);
+  } else {
+    p->uc.x[REG_A0] = (uint64_t)r;
+    p->worker = 0;
+    proc_make_runnable(p);
+  }
+  kfree(w);
+}
+
+// Hand the call to a kernel coroutine at priority prio. 0, or -ENOMEM.
+static int start_worker(struct proc *p, const struct sysargs *sa, cid_t cid, uint32_t prio) {
+  struct worker *w = kmalloc(sizeof *w);
+  if (!w)
+    return -ENOMEM;
+  w->p = p;
+  w->sa = *sa;
+  w->cid = cid;
+  if (cid)
+    proc_async_start(p);
+  int64_t kcid = kco_spawn_stackful(syscall_worker, w, prio, 0);
+  if (kcid < 0) {
+    if (cid)
+      proc_async_done(p);
+    kfree(w);
+    return -ENOMEM;
+  }
+  if (!cid)
+    p->worker = (cid_t)kcid;
+  return 0;
 }
 
 enum syscall_outcome syscall_dispatch(struct proc *p) {
-  uint64_t num = p->uc.x[REG_A7];
+  uint64_t a7 = p->uc.x[REG_A7];
+  int async = (a7 & SYS_ASYNC) != 0;
+  struct sysargs sa = { .nr = a7 & ~(uint64_t)SYS_ASYNC };
+  for (int i = 0; i < 6; i++)
+    sa.a[i] = p->uc.x[REG_A0 + i];
   p->syscalls++;
-  if (num == SYS_exit)
-    return SC_EXIT;
-  if (num >= NSYSCALL || !calls[num]) {
+  if (sa.nr >= NSYSCALL || !calls[sa.nr] || (async && !can_be_async(sa.nr))) {
+    if (sa.nr == SYS_exit && !async)
+      return SC_EXIT;
     p->uc.x[REG_A0] = (uint64_t)-ENOSYS;
     return SC_DONE;
   }
-  long r = calls[num](p, 0);
-  if (r == WOULD_BLOCK) {
+  long r = calls[sa.nr](p, &sa, 0);
+  if (r == WOULD_BLOCK && async) {
+    // The async form: the caller's coroutine (cid in a5) waits; the process
+    // does not. The kernel coroutine runs at the caller's priority (a4, which
+    // the runtime supplies and the kernel clamps: user values are untrusted).
+    cid_t cid = sa.a[5];
+    uint32_t prio = sa.a[4] < NPRIO_DEFAULT ? (uint32_t)sa.a[4] : NPRIO_DEFAULT - 1;
+    if (prio < USER_PRIO_CEILING)
+      prio = USER_PRIO_CEILING;
+    if (cid == CID_NONE)
+      r = -EINVAL;
+    else
+      r = start_worker(p, &sa, cid, prio) == 0 ? -EINPROGRESS : -ENOMEM;
+  } else if (r == WOULD_BLOCK) {
     // From the moment the worker exists, p may run (and even exit and free its
     // page table) on another hart: stop using its address space here first.
     uvm_activate(0);
     p->state = P_BLOCKED;
-    int64_t cid = kco_spawn_stackful(syscall_worker, p, WORKER_PRIO, 0);
-    if (cid > 0) {
-      p->worker = (cid_t)cid;
+    if (start_worker(p, &sa, CID_NONE, WORKER_PRIO) == 0)
       return SC_BLOCKED;
-    }
     r = -ENOMEM;
     p->state = P_RUNNING;
     uvm_activate(p->pagetable);
   }
   p->uc.x[REG_A0] = (uint64_t)r;
-  return num == SYS_yield ? SC_YIELD : SC_DONE;
+  return sa.nr == SYS_yield ? SC_YIELD : SC_DONE;
 }

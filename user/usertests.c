@@ -290,7 +290,7 @@ static void test_basics(void)
   check_true("kstat-nprocs-counts-us", np >= 1, np, ">= 1");
   long fp = kstat(KSTAT_FREE_PAGES);
   check_true("kstat-free-pages-nonzero", fp > 0, fp, "> 0");
-  static const int bad_selectors[] = {0, KSTAT_NPROCS + 1, -1, 1000, INT_MIN_};
+  static const int bad_selectors[] = {0, KSTAT_COUNT, -1, 1000, INT_MIN_};
   for (size_t i = 0; i < sizeof bad_selectors / sizeof bad_selectors[0]; i++)
     check(NAME("kstat-bad-selector-%d", bad_selectors[i]), kstat(bad_selectors[i]), -EINVAL);
 }

@@ -1,0 +1,103 @@
+// Completion rings (see abi.h for the layout and the protocol).
+//
+// The kernel writes the ring through its own identity mapping of the ring page,
+// so a kernel coroutine on any hart can complete a call while the process runs
+// elsewhere. head is written by the process and therefore untrusted: the kernel
+// only ever uses tail - head to decide whether there is space, and a head that
+// makes no sense (more used than exists) is treated as "full" -- then
+// completions wait in the kernel, which costs the misbehaving process its own
+// memory and nobody else anything.
+#include "ring.h"
+#include "abi.h"
+#include "kmalloc.h"
+#include "palloc.h"
+#include "kco.h"
+#include "proc.h"
+#include "uintr.h"
+
+struct waiting_completion {
+  struct waiting_completion *next;
+  cid_t cid;
+  long result;
+};
+
+int ring_setup(struct proc *p) {
+  if (uvm_alloc(p->pagetable, USER_RING, USER_RING + PAGE_SIZE, PTE_R | PTE_W) < 0)
+    return -ENOMEM;
+  p->ring = (struct completion_ring *)uvm_translate(p->pagetable, USER_RING, PTE_W);
+  p->ring_waiting = 0;
+  p->ring_overflows = 0;
+  return 0;
+}
+
+static int ring_space(struct completion_ring *r) {
+  uint32_t used = r->tail - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+  return used < RING_ENTRIES;
+}
+
+static void ring_put(struct completion_ring *r, cid_t cid, long result) {
+  uint32_t t = r->tail;
+  r->e[t % RING_ENTRIES].cid = cid;
+  r->e[t % RING_ENTRIES].result = result;
+  __atomic_store_n(&r->tail, t + 1, __ATOMIC_RELEASE);   // entry first, then tail
+}
+
+// Caller holds p->ring_lock.
+static void flush_locked(struct proc *p) {
+  struct completion_ring *r = p->ring;
+  uint32_t n = 0;
+  while (p->ring_waiting && ring_space(r)) {
+    struct waiting_completion *w = p->ring_waiting;
+    p->ring_waiting = w->next;
+    ring_put(r, w->cid, w->result);
+    kfree(w);
+  }
+  for (struct waiting_completion *w = p->ring_waiting; w; w = w->next)
+    n++;
+  r->waiting = n;
+}
+
+void ring_flush(struct proc *p) {
+  if (!p->ring_waiting)
+    return;
+  spin_lock(&p->ring_lock);
+  flush_locked(p);
+  spin_unlock(&p->ring_lock);
+}
+
+void ring_complete(struct proc *p, cid_t cid, long result) {
+  // Allocated before taking the lock; if even this fails, retry: dropping the
+  // completion would leave a user coroutine blocked forever.
+  struct waiting_completion *w;
+  while (!(w = kmalloc(sizeof *w)))
+    kco_sleep_ms(1);
+  w->next = 0;
+  w->cid = cid;
+  w->result = result;
+  spin_lock(&p->ring_lock);
+  flush_locked(p);
+  if (!p->ring_waiting && ring_space(p->ring)) {
+    ring_put(p->ring, cid, result);
+    kfree(w);
+  } else {
+    struct waiting_completion **tail = &p->ring_waiting;   // keep completion order
+    while (*tail)
+      tail = &(*tail)->next;
+    *tail = w;
+    p->ring_overflows++;
+    p->ring->waiting++;
+  }
+  spin_unlock(&p->ring_lock);
+  uintr_post(p);
+}
+
+void ring_release(struct proc *p) {
+  spin_lock(&p->ring_lock);
+  while (p->ring_waiting) {
+    struct waiting_completion *w = p->ring_waiting;
+    p->ring_waiting = w->next;
+    kfree(w);
+  }
+  p->ring = 0;
+  spin_unlock(&p->ring_lock);
+}

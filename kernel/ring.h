@@ -1,0 +1,15 @@
+// The completion ring of a process (layout: struct completion_ring in abi.h).
+#ifndef RING_H
+#define RING_H
+#include "executor.h"
+
+struct proc;
+
+int ring_setup(struct proc *p);            // map the ring page at USER_RING; 0 or -ENOMEM
+// Post {cid, result} and raise a user interrupt. Never fails and never loses a
+// completion: with the ring full it waits in the kernel until there is space.
+void ring_complete(struct proc *p, cid_t cid, long result);
+// Move completions that waited in the kernel into the ring, as space allows.
+void ring_flush(struct proc *p);
+void ring_release(struct proc *p);         // at exit: drop what still waits
+#endif

@@ -1,0 +1,43 @@
+// User interrupts: the RISC-V N extension (NEXT.md), as one kernel interface with
+// interchangeable backends.
+//
+//   emulated (kernel/uintr_emul.c, stock QEMU): each process has shadow u-CSRs;
+//     u-CSR accesses and `uret` trap as illegal instructions and are emulated;
+//     a pending interrupt is injected when the process returns to U-mode; a
+//     process running on another hart is sent an IPI so that happens promptly.
+//   native (a hart that implements N: our patched QEMU or the FPGA core) would
+//     set sideleg, swap the real u-CSRs per thread and set uip.USIP. Not built yet.
+//
+// Callers use only these functions; the backend is chosen at boot.
+#ifndef UINTR_H
+#define UINTR_H
+#include <stdint.h>
+
+struct proc;
+
+// Shadow u-CSR state of a process (one user thread).
+struct uintr_state {
+  uint64_t ustatus;            // UIE (bit 0), UPIE (bit 4)
+  uint64_t uie, utvec, uscratch, uepc, ucause, utval;
+  volatile uint64_t uip;       // USIP (bit 0): set by uintr_post from any hart
+  uint64_t posted;             // how many times an interrupt was raised
+  uint64_t delivered;          // how many times the handler was entered
+};
+
+#define USTATUS_UIE 0x1
+#define USTATUS_UPIE 0x10
+#define UIP_USIP 0x1
+#define UIE_USIE 0x1
+
+void uintr_init(struct proc *p);
+// Raise a user software interrupt for p (from any hart, any kernel coroutine).
+void uintr_post(struct proc *p);
+// Before returning p to U-mode: enter its handler if one is pending and enabled.
+void uintr_deliver(struct proc *p);
+// An illegal-instruction trap from p: emulate it if it is a u-CSR access or uret.
+// Returns 1 if emulated (pc advanced), 0 if the process really is at fault.
+int uintr_illegal(struct proc *p, uint32_t insn);
+int uintr_pending(struct proc *p);
+const char *uintr_backend_name(void);
+
+#endif
