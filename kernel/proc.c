@@ -114,6 +114,7 @@ static void release_resources(struct proc *p) {
 
 static void free_slot(struct proc *p) {   // ptable_lock held
   p->state = P_FREE;
+  p->async_workers = 0;
   p->parent = 0;
   p->killed = 0;
   p->worker = 0;
@@ -221,11 +222,39 @@ void proc_async_done(struct proc *p) {
   waitq_wake_all(&p->async_done);
 }
 
+void proc_async_register(struct proc *p, struct async_worker *w, cid_t kcid) {
+  spin_lock(&p->lock);
+  w->kcid = kcid;
+  w->prev = 0;
+  w->next = p->async_workers;
+  if (w->next)
+    w->next->prev = w;
+  p->async_workers = w;
+  spin_unlock(&p->lock);
+}
+
+void proc_async_unregister(struct proc *p, struct async_worker *w) {
+  spin_lock(&p->lock);
+  if (w->prev)
+    w->prev->next = w->next;
+  else
+    p->async_workers = w->next;
+  if (w->next)
+    w->next->prev = w->prev;
+  spin_unlock(&p->lock);
+}
+
 void proc_exit(struct proc *p, int status) {
   int pid = p->pid;           // an orphan's slot may be reused once it is freed below
   // Async calls still running in the kernel use p's memory and files: make them
-  // give up (killed) and wait for every one to finish before freeing anything.
-  p->killed = 1;
+  // give up (killed, then a wake so that each re-tests it) and wait for every
+  // one to finish before freeing anything. One that has not started yet sees
+  // `killed` in its first wait.
+  __atomic_store_n(&p->killed, 1, __ATOMIC_SEQ_CST);
+  spin_lock(&p->lock);
+  for (struct async_worker *w = p->async_workers; w; w = w->next)
+    kco_wake(w->kcid);
+  spin_unlock(&p->lock);
   KCO_WAIT_UNTIL(&p->async_done, __atomic_load_n(&p->async_inflight, __ATOMIC_SEQ_CST) == 0);
   release_resources(p);       // the caller has already switched to the kernel page table
   spin_lock(&ptable_lock);

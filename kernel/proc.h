@@ -32,6 +32,12 @@ enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_BLOCKED, P_ZOMB
 struct file;
 struct waiting_completion;
 
+// An async call's kernel coroutine, as the process knows it (so exit can wake it).
+struct async_worker {
+  struct async_worker *next, *prev;
+  cid_t kcid;
+};
+
 struct proc {
   struct uctx uc;                 // first: uservec finds it through sscratch
   struct spinlock lock;           // state, killed, parent/child links
@@ -57,6 +63,7 @@ struct proc {
   struct waiting_completion *ring_waiting;   // completions waiting for ring space
   uint64_t ring_overflows;
   int async_inflight;             // async calls still running in the kernel
+  struct async_worker *async_workers;        // those that have started, guarded by lock
   struct waitq async_done;        // exit waits here until they have all finished
 };
 
@@ -77,6 +84,8 @@ int proc_wait(struct proc *p, int pid, int *status_kernel, int may_block);
 
 void proc_async_start(struct proc *p);
 void proc_async_done(struct proc *p);
+void proc_async_register(struct proc *p, struct async_worker *w, cid_t kcid);
+void proc_async_unregister(struct proc *p, struct async_worker *w);
 
 // kernel/uservec.S
 void user_return(struct uctx *uc);

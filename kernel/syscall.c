@@ -293,6 +293,7 @@ static int can_be_async(uint64_t nr) {
 
 // ---- calls that wait become kernel coroutines ----
 struct worker {
+  struct async_worker link;  // async: on p->async_workers while it runs
   struct proc *p;
   struct sysargs sa;
   cid_t cid;                 // async: the user coroutine to complete; 0: a sync call
@@ -301,10 +302,13 @@ struct worker {
 static void syscall_worker(void *arg0) {
   struct worker *w = arg0;
   struct proc *p = w->p;
+  if (w->cid)
+    proc_async_register(p, &w->link, kco_current());   // so that exit can wake it
   long r = calls[w->sa.nr](p, &w->sa, 1);
   if (w->cid) {
     // Async: the process has been running all along. Post {cid, result} to its
     // completion ring and raise a user interrupt.
+    proc_async_unregister(p, &w->link);
     ring_complete(p, w->cid, r);
     proc_async_done(p);
   } else {

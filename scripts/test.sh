@@ -95,24 +95,18 @@ for smp in 1 4; do
   fi
 done
 
-# ---- 2b. user processes: usertests feeds every system call bad input, kills
-#      faulting children and checks the kernel's counters return to baseline ----
-for smp in 1 2; do
-  log=$LOGS/usertests-smp$smp.log
-  run_qemu "$log" "$smp" 256M "user=usertests"
-  tally "user-smp$smp/" "$log" "usertests: PASS " "usertests: FAIL "
-  if ! grep -q "coral: init (pid 1) exited with status 0" "$log"; then
-    fail "user-smp$smp/run" "usertests did not end with status 0 (see $log)"
-  fi
-done
-
-# ---- 2c. the COPS API in user space, on the executor shared through the vDSO ----
-for smp in 1 2; do
-  log=$LOGS/coptest-smp$smp.log
-  run_qemu "$log" "$smp" 256M "user=coptest"
-  tally "coptest-smp$smp/" "$log" "coptest: PASS " "coptest: FAIL "
-  grep -q "coral: init (pid 1) exited with status 0" "$log" ||
-    fail "coptest-smp$smp/run" "coptest did not end with status 0 (see $log)"
+# ---- 2b. user programs that test the system from user space, on 1 and 2 harts:
+#      usertests (every system call with bad input, faults, kills, leaks),
+#      coptest (the COPS API on the vDSO executor), asynctest (async calls,
+#      completion ring, user interrupts). Each prints "<prog>: PASS|FAIL name". ----
+for prog in usertests coptest asynctest; do
+  for smp in 1 2; do
+    log=$LOGS/$prog-smp$smp.log
+    run_qemu "$log" "$smp" 256M "user=$prog"
+    tally "$prog-smp$smp/" "$log" "$prog: PASS " "$prog: FAIL "
+    grep -q "coral: init (pid 1) exited with status 0" "$log" ||
+      fail "$prog-smp$smp/run" "$prog did not end with status 0 (see $log)"
+  done
 done
 
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----

@@ -16,6 +16,142 @@ _Static_assert(sizeof(struct executor) <= 4096, "the executor must fit its page"
 _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch.S uses this offset");
 
 static struct co *current;         // the coroutine this (only) thread is running
+
+// ---- critical sections and the user-interrupt handler ----
+// The handler must never touch the executor or the list of pending operations
+// while the code it interrupted is in the middle of changing them (it would
+// deadlock on the executor lock, or corrupt the list). Every runtime operation on
+// them runs inside crit_enter/crit_exit; a handler that finds crit > 0 only
+// notes that a drain is due, and crit_exit does it. No lock, no masking.
+static volatile int crit;
+static volatile int drain_due;
+static uint64_t uintr_entries;
+
+#define RING ((struct completion_ring *)USER_RING)
+#define CSR_UIE_NUM "0x004"
+#define CSR_UTVEC_NUM "0x005"
+#define CSR_USTATUS_NUM "0x000"
+#define CSR_UIP_NUM "0x044"
+
+struct async_op {
+  struct async_op *next;
+  cid_t cid;
+  long result;
+  volatile int done;
+};
+static struct async_op *inflight;   // operations submitted and not completed yet
+
+static void drain(void);
+
+static inline void crit_enter(void) {
+  crit++;
+  __asm__ volatile("" ::: "memory");
+}
+
+static inline void crit_exit(void) {
+  __asm__ volatile("" ::: "memory");
+  if (--crit == 0 && drain_due)
+    drain();
+}
+
+// Take every completion out of the ring, hand each result to its operation and
+// wake the coroutine that waits for it.
+static void drain(void) {
+  crit++;
+  do {
+    drain_due = 0;
+    uint32_t h = RING->head, t = __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE);
+    for (; h != t; h++) {
+      struct ring_entry e = RING->e[h % RING_ENTRIES];
+      for (struct async_op **pp = &inflight; *pp; pp = &(*pp)->next)
+        if ((*pp)->cid == e.cid) {
+          struct async_op *op = *pp;
+          *pp = op->next;
+          op->result = e.result;
+          op->done = 1;
+          break;
+        }
+      V->exec_wake(EX, e.cid);
+    }
+    __atomic_store_n(&RING->head, h, __ATOMIC_RELEASE);
+    // Completions that waited in the kernel for space move in on our next entry
+    // to the kernel; uwait returns at once when any wait, and brings them in.
+    if (RING->waiting)
+      uwait();
+  } while (drain_due || RING->head != __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE));
+  crit--;
+}
+
+void cops_uintr_handler(void) {
+  uintr_entries++;
+  // Clear USIP first: a completion posted after this raises it again, so none is
+  // missed between the drain and the uret.
+  __asm__ volatile("csrc " CSR_UIP_NUM ", %0" :: "r"(1UL));
+  if (crit)
+    drain_due = 1;
+  else
+    drain();
+}
+
+extern void cops_uintr_entry(void);
+static int uintr_enabled;
+
+// Point utvec at the entry and enable user software interrupts (three emulated
+// CSR writes; done on the first async call, so programs that never make one pay
+// nothing).
+static void uintr_enable(void) {
+  __asm__ volatile("csrw " CSR_UTVEC_NUM ", %0" :: "r"((uint64_t)cops_uintr_entry));
+  __asm__ volatile("csrs " CSR_UIE_NUM ", %0" :: "r"(1UL));
+  __asm__ volatile("csrs " CSR_USTATUS_NUM ", %0" :: "r"(1UL));
+  uintr_enabled = 1;
+}
+
+uint64_t cops_uintr_count(void) { return uintr_entries; }
+
+void cops_hold_completions(int hold) {
+  if (hold)
+    crit_enter();
+  else
+    crit_exit();
+}
+
+static long raw_async(uint64_t nr, long a0, long a1, long a2, long prio, cid_t cid) {
+  register long r_a0 __asm__("a0") = a0;
+  register long r_a1 __asm__("a1") = a1;
+  register long r_a2 __asm__("a2") = a2;
+  register long r_a4 __asm__("a4") = prio;
+  register long r_a5 __asm__("a5") = (long)cid;
+  register long r_a7 __asm__("a7") = (long)(nr | SYS_ASYNC);
+  __asm__ volatile("ecall" : "+r"(r_a0) : "r"(r_a1), "r"(r_a2), "r"(r_a4), "r"(r_a5), "r"(r_a7)
+                   : "memory");
+  return r_a0;
+}
+
+long cops_async(uint64_t nr, long a0, long a1, long a2) {
+  if (!current || current->kind != CO_STACKFUL)
+    return -EINVAL;              // the caller must be able to block
+  if (!uintr_enabled)
+    uintr_enable();
+  struct async_op op = { .cid = co_cid_inline(current), .done = 0 };
+  crit_enter();
+  op.next = inflight;
+  inflight = &op;
+  crit_exit();
+  long r = raw_async(nr, a0, a1, a2, current->prio, op.cid);
+  if (r != -EINPROGRESS) {       // done at once (fast path) or refused
+    crit_enter();
+    for (struct async_op **pp = &inflight; *pp; pp = &(*pp)->next)
+      if (*pp == &op) {
+        *pp = op.next;
+        break;
+      }
+    crit_exit();
+    return r;
+  }
+  while (!op.done)
+    cops_block();
+  return op.result;
+}
 static int main_status;
 static volatile int main_done;
 
@@ -31,7 +167,10 @@ void stackful_overflow(struct stackful *sf) {
 int stackful_poll(void *arg) { return stackful_resume(arg); }
 
 int64_t cops_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
-  return V->exec_spawn(EX, poll, arg, prio, CO_STACKLESS);
+  crit_enter();
+  int64_t cid = V->exec_spawn(EX, poll, arg, prio, CO_STACKLESS);
+  crit_exit();
+  return cid;
 }
 
 static void release_stackful(struct stackful *sf) {
@@ -48,19 +187,42 @@ int64_t cops_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio) {
     return EXEC_ENOMEM;
   }
   V->stackful_init(sf, stack, COPS_STACK_SIZE, fn, arg, 0, release_stackful);
+  crit_enter();
   int64_t cid = V->exec_spawn(EX, stackful_poll, sf, prio, CO_STACKFUL);
+  crit_exit();
   if (cid < 0)
     release_stackful(sf);
   return cid;
 }
 
 cid_t cops_current(void) { return current ? co_cid_inline(current) : CID_NONE; }
-int cops_wake(cid_t cid) { return V->exec_wake(EX, cid); }
-int cops_reprio(cid_t cid, uint32_t prio) { return V->exec_reprio(EX, cid, prio); }
+int cops_wake(cid_t cid) {
+  crit_enter();
+  int r = V->exec_wake(EX, cid);
+  crit_exit();
+  return r;
+}
+
+int cops_reprio(cid_t cid, uint32_t prio) {
+  crit_enter();
+  int r = V->exec_reprio(EX, cid, prio);
+  crit_exit();
+  return r;
+}
 void cops_yield(void) { stackful_suspend(CO_YIELD); }
 void cops_block(void) { stackful_suspend(CO_PENDING); }
-int cops_check(char *why, size_t len) { return V->exec_check(EX, why, len); }
-void cops_stats(struct exec_stats *st) { V->exec_get_stats(EX, st); }
+int cops_check(char *why, size_t len) {
+  crit_enter();
+  int r = V->exec_check(EX, why, len);
+  crit_exit();
+  return r;
+}
+
+void cops_stats(struct exec_stats *st) {
+  crit_enter();
+  V->exec_get_stats(EX, st);
+  crit_exit();
+}
 
 struct main_args { int argc; char **argv; };
 extern int main(int argc, char **argv);
@@ -91,13 +253,21 @@ int cops_start(int argc, char **argv) {
   struct co *prev = 0;
   int res = 0;
   for (;;) {
+    crit_enter();
     struct co *c = V->exec_next(EX, prev, res);
+    crit_exit();
     if (!c) {
-      // Nothing ready, and nothing outside this process can wake a coroutine
-      // yet (async system calls come next): that is a deadlock.
+      prev = 0;
+      if (inflight) {
+        // Nothing ready, but async calls are out: sleep in the kernel until a
+        // completion raises a user interrupt (its handler wakes the waiter).
+        uwait();
+        continue;
+      }
       struct exec_stats st;
-      V->exec_get_stats(EX, &st);
-      fprintf(STDERR, "cops: deadlock: %u coroutines blocked, none ready\n", st.blocked);
+      cops_stats(&st);
+      fprintf(STDERR, "cops: deadlock: %u coroutines blocked, none ready, no async call pending\n",
+              st.blocked);
       return -1;
     }
     current = c;

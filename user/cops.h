@@ -29,6 +29,16 @@ void cops_block(void);                  // returns once woken
 int cops_check(char *why, size_t len);  // the executor's invariants; 0 = hold
 void cops_stats(struct exec_stats *st);
 
+// The asynchronous form of a system call that may wait (SYS_read, SYS_write,
+// SYS_sleep, SYS_wait; up to three arguments). Only the calling coroutine waits:
+// the process keeps running its other coroutines. Returns the call's result.
+// The caller must be a stackful coroutine (main is one).
+long cops_async(uint64_t nr, long a0, long a1, long a2);
+uint64_t cops_uintr_count(void);        // user interrupts taken so far
+// Tests only: while held, completions are left in the ring (as if the process
+// were busy in the runtime), so it can be made to overflow.
+void cops_hold_completions(int hold);
+
 // Called by crt0: set up the executor, run main as the first coroutine, return
 // main's status when it finishes.
 int cops_start(int argc, char **argv);

@@ -25,6 +25,7 @@ int kill(int pid);
 long brk(void *addr);   // the new break, or -ENOMEM; brk(0) returns the current break
 long uptime(void);
 long kstat(int what);
+long uwait(void);                 // block until a user interrupt is pending (the runtime uses it)
 
 // ---- strings and memory ----
 size_t strlen(const char *s);

@@ -8,7 +8,7 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
@@ -18,7 +18,7 @@ UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
            -Iuser -Ikernel -Ivdso -T user/user.ld
 
 # The runtime every program links, and the headers every object depends on.
-ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o \
+ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o $(BUILD)/user/uintr_entry.o \
         $(BUILD)/user/ulib.o $(BUILD)/user/cops.o
 UHDRS := user/ulib.h user/cops.h user/exec_arch.h kernel/abi.h vdso/executor.h vdso/stackful.h vdso/vdso.h
 UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(BUILD)/user/ulib.o $(BUILD)/user/cops.o
@@ -29,7 +29,7 @@ $(UOBJS): $(BUILD)/user/%.o: user/%.c $(UHDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) -c $< -o $@
 
-$(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o: $(BUILD)/user/%.o: user/%.S kernel/abi.h
+$(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o $(BUILD)/user/uintr_entry.o: $(BUILD)/user/%.o: user/%.S kernel/abi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) -c $< -o $@
 

@@ -1,0 +1,215 @@
+// asynctest: async system calls, the completion ring and user interrupts.
+//   - fast path: an async read with data already there returns at once: no
+//     kernel coroutine, no interrupt;
+//   - slow path: an async read on an empty pipe returns -EINPROGRESS inside the
+//     runtime, and the result arrives through the ring and a user interrupt
+//     while other coroutines run;
+//   - async sleeps complete in deadline order;
+//   - ring overflow: more completions than the ring holds, arriving while the
+//     process does not drain, are all delivered (none lost);
+//   - the interrupted coroutine continues untouched (a computation that keeps
+//     running across interrupts gets the right answer);
+//   - a process that exits with async calls in flight leaks nothing.
+// One line per check, then "asynctest: N passed, M failed"; exits with M.
+#include "cops.h"
+#include "ulib.h"
+
+static int passed, failed;
+static void check(const char *name, long got, long want) {
+  if (got == want) {
+    passed++;
+    printf("asynctest: PASS %s\n", name);
+  } else {
+    failed++;
+    printf("asynctest: FAIL %s: got %ld, expected %ld\n", name, got, want);
+  }
+}
+
+static cid_t main_cid;
+
+// ---- fast path ----
+static void test_fast_path(void) {
+  int p[2];
+  char buf[8];
+  pipe(p);
+  write(p[1], "ready", 5);
+  long posted = kstat(KSTAT_UINTR_POSTED);
+  uint64_t taken = cops_uintr_count();
+  check("fast-path-result", cops_async(SYS_read, p[0], (long)buf, sizeof buf), 5);
+  check("fast-path-data", memcmp(buf, "ready", 5), 0);
+  check("fast-path-no-interrupt", kstat(KSTAT_UINTR_POSTED) - posted, 0);
+  check("fast-path-no-handler", (long)(cops_uintr_count() - taken), 0);
+  close(p[0]);
+  close(p[1]);
+}
+
+// ---- slow path: a reader coroutine waits, main keeps running ----
+static int rp[2];
+static char rbuf[16];
+static long rresult;
+static volatile int rdone, main_steps;
+
+static void reader(void *arg) {
+  (void)arg;
+  rresult = cops_async(SYS_read, rp[0], (long)rbuf, sizeof rbuf);
+  rdone = 1;
+  cops_wake(main_cid);
+}
+
+static void test_slow_path(void) {
+  pipe(rp);
+  long posted = kstat(KSTAT_UINTR_POSTED);
+  uint64_t taken = cops_uintr_count();
+  cops_spawn_stackful(reader, 0, 3);
+  cops_yield();                          // the reader submits and blocks
+  check("slow-path-pending", rdone, 0);
+  main_steps = 0;
+  for (int i = 0; i < 3; i++, main_steps++)
+    cops_yield();                        // main still runs: only the reader waits
+  write(rp[1], "later", 5);              // a kernel coroutine completes the read
+  while (!rdone)
+    cops_block();                        // woken by the reader, after the interrupt
+  check("slow-path-result", rresult, 5);
+  check("slow-path-data", memcmp(rbuf, "later", 5), 0);
+  check("slow-path-main-ran-meanwhile", main_steps, 3);
+  check("slow-path-interrupt-posted", kstat(KSTAT_UINTR_POSTED) - posted >= 1, 1);
+  check("slow-path-handler-ran", cops_uintr_count() - taken >= 1, 1);
+  close(rp[0]);
+  close(rp[1]);
+}
+
+// ---- async sleeps complete in deadline order ----
+static int order[3], norder;
+static const int sleep_ms[3] = { 60, 20, 40 };
+static void sleeper(void *arg) {
+  int i = (int)(long)arg;
+  long r = cops_async(SYS_sleep, sleep_ms[i], 0, 0);
+  if (r == 0)
+    order[norder++] = i;
+  if (norder == 3)
+    cops_wake(main_cid);
+}
+
+static void test_sleep_order(void) {
+  norder = 0;
+  long t0 = uptime();
+  for (int i = 0; i < 3; i++)
+    cops_spawn_stackful(sleeper, (void *)(long)i, 3);
+  while (norder < 3)
+    cops_block();
+  check("sleep-order", order[0] * 100 + order[1] * 10 + order[2], 120);
+  check("sleep-took-long-enough", uptime() - t0 >= 60, 1);
+}
+
+// ---- overflow: 300 completions while the process holds them off ----
+#define FLOOD 300
+static volatile int flood_done;
+static void flood_sleeper(void *arg) {
+  (void)arg;
+  if (cops_async(SYS_sleep, 30, 0, 0) == 0)
+    flood_done++;
+  if (flood_done == FLOOD)
+    cops_wake(main_cid);
+}
+
+static void test_overflow(void) {
+  flood_done = 0;
+  long overflows = kstat(KSTAT_RING_OVERFLOWS);
+  for (int i = 0; i < FLOOD; i++)
+    cops_spawn_stackful(flood_sleeper, 0, 3);
+  cops_yield();                          // all 300 submit their sleep and block
+  cops_hold_completions(1);              // now the runtime will not drain
+  long until = uptime() + 150;
+  while (uptime() < until)
+    ;                                    // spin: completions pile up
+  check("overflow-ring-full", ((struct completion_ring *)USER_RING)->tail -
+                                  ((struct completion_ring *)USER_RING)->head, RING_ENTRIES);
+  check("overflow-kernel-held-the-rest", kstat(KSTAT_RING_OVERFLOWS) - overflows,
+        FLOOD - RING_ENTRIES);
+  cops_hold_completions(0);              // drain everything
+  while (flood_done < FLOOD)
+    cops_block();
+  check("overflow-none-lost", flood_done, FLOOD);
+}
+
+// ---- the interrupted code continues untouched ----
+static volatile int ticker_done;
+static void ticker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 20; i++)
+    cops_async(SYS_sleep, 2, 0, 0);      // about 20 interrupts while main computes
+  ticker_done = 1;
+}
+
+// A register-heavy computation. It yields every 4096 rounds (so the ticker can
+// resubmit) but its values live in registers that user interrupts land on.
+static uint64_t compute(long rounds) {
+  uint64_t a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8;
+  for (long i = 0; i < rounds; i++) {
+    a = a * 6364136223846793005ULL + b; b ^= a >> 7; c += b * 3; d ^= c << 5;
+    e += d ^ a; f = f * 31 + e; g ^= f >> 11; h += g + (uint64_t)i;
+    if (i % 4096 == 0)
+      cops_yield();
+  }
+  return a ^ b ^ c ^ d ^ e ^ f ^ g ^ h;
+}
+
+static void test_untouched(void) {
+  enum { ROUNDS = 3000000 };
+  uint64_t taken = cops_uintr_count();
+  ticker_done = 0;
+  cops_spawn_stackful(ticker, 0, 3);
+  cops_yield();
+  uint64_t with_interrupts = compute(ROUNDS);
+  uint64_t arrived = cops_uintr_count() - taken;
+  while (!ticker_done)
+    cops_yield();
+  uint64_t quiet = compute(ROUNDS);
+  check("untouched-interrupts-arrived", arrived >= 3, 1);
+  check("untouched-same-result", with_interrupts == quiet, 1);
+}
+
+// ---- exit with async calls in flight ----
+static void test_exit_inflight(void) {
+  long free0 = kstat(KSTAT_FREE_PAGES), objs0 = kstat(KSTAT_KMALLOC_OBJECTS);
+  long cos0 = kstat(KSTAT_LIVE_COROUTINES);
+  char *argv[] = { "asynctest", "--leave-inflight", 0 };
+  int pid = spawn("asynctest", (const char *const *)argv), status = -99;
+  wait(pid, &status);
+  check("inflight-child-status", status, 0);
+  int same = 0;
+  for (int i = 0; i < 50 && !same; i++) {
+    same = kstat(KSTAT_FREE_PAGES) == free0 && kstat(KSTAT_KMALLOC_OBJECTS) == objs0 &&
+           kstat(KSTAT_LIVE_COROUTINES) == cos0;
+    if (!same)
+      sleep(10);
+  }
+  check("inflight-nothing-leaked", same, 1);
+}
+
+static void leave_reader(void *arg) {
+  int *p = arg;
+  char b[4];
+  cops_async(SYS_read, p[0], (long)b, sizeof b);   // never completes
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--leave-inflight") == 0) {
+    static int p[2];
+    pipe(p);
+    for (int i = 0; i < 5; i++)
+      cops_spawn_stackful(leave_reader, p, 3);
+    cops_yield();
+    return 0;                            // exit while five reads are in flight
+  }
+  main_cid = cops_current();
+  printf("asynctest: pid %d\n", getpid());
+  test_fast_path();
+  test_slow_path();
+  test_sleep_order();
+  test_overflow();
+  test_untouched();
+  test_exit_inflight();
+  printf("asynctest: %d passed, %d failed\n", passed, failed);
+  return failed;
+}
