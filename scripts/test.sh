@@ -109,6 +109,18 @@ for prog in usertests coptest asynctest; do
   done
 done
 
+# ---- 2c. the paper's two example programs run to completion ----
+for demo in "prodcons:prodcons: produced 12, consumed 12" "asyncread:(fast path, interrupts:"; do
+  prog=${demo%%:*} want=${demo#*:}
+  log=$LOGS/$prog.log
+  run_qemu "$log" 2 256M "user=$prog"
+  if grep -qF "$want" "$log" && grep -q "coral: init (pid 1) exited with status 0" "$log"; then
+    pass "demo/$prog"
+  else
+    fail "demo/$prog" "did not finish as expected (see $log)"
+  fi
+done
+
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
 for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
   smp=${cfg%%:*} mem=${cfg#*:}
