@@ -55,6 +55,8 @@ static void assign_harts(uint64_t boot_hartid) {
 
 static void hart_setup(void) {
   trap_init_hart();      // first, so that any fault below is reported
+  // Let user programs read cycle, time and instret (benchmarks, uptime).
+  csr_write(scounteren, 0x7);
   kvm_enable_hart();
   plic_init_hart();
   timer_init_hart();

@@ -14,9 +14,14 @@ mkdir -p "$BUILD" "$(dirname "$OUT")"
 
 timeout 600 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
   -smp 1 -m 256M -icount shift=0 -append "bench" < /dev/null > "$log" 2>&1 || true
+# Second run: the user-level benchmarks (user/ubench.c), same machine settings.
+ulog=$BUILD/bench-micro-user.log
+timeout 600 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
+  -smp 1 -m 256M -icount shift=0 -append "user=ubench" < /dev/null > "$ulog" 2>&1 || true
+tr -d '\r' < "$ulog" | grep '^BENCH name=' >> "$log" || true
 tr -d '\r' < "$log" | grep '^BENCH name=' || true
-if ! grep -q '^BENCH DONE' "$log"; then
-  echo "bench-micro: the benchmark run did not finish; see $log" >&2
+if ! grep -q '^BENCH DONE' "$log" || ! grep -q '^BENCH USER DONE' "$ulog"; then
+  echo "bench-micro: a benchmark run did not finish; see $log and $ulog" >&2
   exit 1
 fi
 
@@ -49,6 +54,13 @@ full=$(value yield_resume_fullsave)
       yield_resume_fullsave_via_executor) what="full-save yield + executor round + resume" ;;
       idle_stackless_bytes) what="kernel memory per blocked stackless coroutine (10,000 of them, no state of their own)" ;;
       idle_stackful_bytes) what="kernel memory per blocked stackful coroutine (64 of them: 16 KiB stack + records)" ;;
+      user_sync_syscall) what="user: getpid() round trip (ecall, trap entry and exit, dispatch)" ;;
+      user_emulated_csr_read) what="user: one emulated u-CSR read (illegal instruction, redirected by OpenSBI from M-mode, emulated by the kernel)" ;;
+      user_switch_stackless) what="user: one switch between two stackless coroutines (vDSO exec_next + poll, runtime critical section)" ;;
+      user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor" ;;
+      user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
+      user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
+      process_switch_yield) what="user: one process switch, two processes calling yield() in turn" ;;
       *) what="" ;;
     esac
     echo "| $name | $val | $unit | $what |"
@@ -61,6 +73,8 @@ full=$(value yield_resume_fullsave)
   echo "| stackless dispatch <= 40 instructions | $(value dispatch_stackless) | $(within "$(value dispatch_stackless)" 40) |"
   echo "| CACS yield+resume <= 0.5 x full-save | $cacs / $full = $(ratio "$cacs" "$full") | $(within "$(ratio "$cacs" "$full")" 0.5) |"
   echo "| idle stackless coroutine <= 128 bytes | $(value idle_stackless_bytes) | $(within "$(value idle_stackless_bytes)" 128) |"
+  echo "| async round trip (emulated) <= 3000 instructions | $(value user_async_roundtrip) | $(within "$(value user_async_roundtrip)" 3000) |"
+  echo "| user coroutine switch <= 30 instructions | $(value user_switch_stackless) | $(within "$(value user_switch_stackless)" 30) |"
   echo
   cat <<'NOTES'
 ## Reading the figures
@@ -76,6 +90,17 @@ full=$(value yield_resume_fullsave)
   at each call site. The full-save pair is two calls to `full_switch` (28 loads
   and stores each) plus the same loop. The `via_executor` rows add one
   `exec_next` per round.
+- User rows count the whole hart (one hart, so everything on the path is in):
+  user code, trap entry and exit, the kernel, and for the async round trip the
+  kernel coroutine, the ring, the emulated interrupt and the handler. On stock
+  QEMU every u-CSR access and `uret` is an illegal instruction that OpenSBI
+  redirects from M-mode (`user_emulated_csr_read` is the price of one), and each
+  interrupt costs two of them in the handler (clear USIP, uret). The rest of the
+  round trip is the async submit (a system call), spawning and running a
+  stackful kernel coroutine, the ring write, the injection, and the wake.
+- A user coroutine switch goes through the vDSO entry table (an indirect call),
+  the runtime's critical-section counter, and the executor lock; the kernel's
+  own dispatch figure above is the same executor without those.
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.
