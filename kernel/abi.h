@@ -99,6 +99,22 @@ struct completion_ring {
 };
 #endif
 
+// ---- kernel-perceived priorities ----
+// The runtime stores the priority of the coroutine it is running at this offset
+// of its executor page (NPRIO when idle); with the executor's ready bitmap it
+// tells the kernel how urgent the process's work is. Both are untrusted.
+#define EXEC_PAGE_RUNNING_PRIO 4088
+// The vvar page (USER_VVAR, read-only): rebuilt by the kernel at every tick and
+// kernel entry. global_bitmap has bit p set if some runnable process has work of
+// priority p; kernel_bitmap is the kernel executor's ready bitmap.
+#ifndef __ASSEMBLER__
+struct vvar {
+  volatile unsigned long global_bitmap;
+  volatile unsigned long kernel_bitmap;
+  volatile unsigned long updates;
+};
+#endif
+
 // Standard descriptors: every process starts with the console on 0, 1 and 2.
 #define STDIN 0
 #define STDOUT 1

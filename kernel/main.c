@@ -7,6 +7,7 @@
 #include "proc.h"
 #include "switcher.h"
 #include "vdso_map.h"
+#include "prio.h"
 #include "kco.h"
 #include "klib.h"
 #include "kmalloc.h"
@@ -116,6 +117,8 @@ void kmain(uint64_t hartid, uint64_t dtb) {
     kprintf("coral: only %u of %u harts came online\n", nharts_online, board.nharts);
   if (initrd_open(_initrd_start, (size_t)(_initrd_end - _initrd_start)) != 0)
     kprintf("coral: no valid program archive in the kernel image\n");
+  if (prio_init() != 0)
+    kpanic("cannot allocate the vvar page");
   if (vdso_init() != 0)
     kprintf("coral: user programs cannot run without the vDSO\n");
   switcher_start();

@@ -9,6 +9,7 @@
 #include "kmalloc.h"
 #include "main.h"
 #include "vdso_map.h"
+#include "prio.h"
 #include "ring.h"
 #include "palloc.h"
 #include "printf.h"
@@ -17,8 +18,10 @@ static struct proc procs[NPROC];
 static struct spinlock ptable_lock = SPINLOCK_INIT("ptable");   // state, pids, parent links
 static int next_pid = 1;
 
+// The run queue: one FIFO of runnable processes per priority, best first.
 static struct spinlock runq_lock = SPINLOCK_INIT("runq");
-static struct proc *rq_head, *rq_tail;
+static struct proc *rq_head[NPRIO_DEFAULT], *rq_tail[NPRIO_DEFAULT];
+static uint64_t rq_bitmap;
 static struct waitq runq_wait;                                   // idle switching coroutines
 
 void proc_init(void) {
@@ -42,36 +45,48 @@ int proc_count(void) {
   return n;
 }
 
+uint64_t proc_runnable_bitmap(void) {
+  uint64_t bm = 0;
+  for (int i = 0; i < NPROC; i++) {
+    enum proc_state st = __atomic_load_n(&procs[i].state, __ATOMIC_RELAXED);
+    if (st == P_RUNNABLE || st == P_RUNNING)
+      bm |= 1ULL << prio_of(&procs[i]);
+  }
+  return bm;
+}
+
 // ---- run queue ----
 void proc_make_runnable(struct proc *p) {
+  uint32_t prio = prio_of(p);
   spin_lock(&runq_lock);
   p->state = P_RUNNABLE;
   p->rq_next = 0;
-  if (rq_tail)
-    rq_tail->rq_next = p;
+  if (rq_tail[prio])
+    rq_tail[prio]->rq_next = p;
   else
-    rq_head = p;
-  rq_tail = p;
+    rq_head[prio] = p;
+  rq_tail[prio] = p;
+  rq_bitmap |= 1ULL << prio;
   spin_unlock(&runq_lock);
   waitq_wake_one(&runq_wait);
 }
 
-int proc_runq_length(void) {
-  int n = 0;
-  spin_lock(&runq_lock);
-  for (struct proc *p = rq_head; p; p = p->rq_next)
-    n++;
-  spin_unlock(&runq_lock);
-  return n;
+uint32_t proc_runq_best(void) {
+  uint64_t bm = __atomic_load_n(&rq_bitmap, __ATOMIC_RELAXED);
+  return bm ? exec_ctz64(bm) : NPRIO_DEFAULT;
 }
 
 static struct proc *runq_pop(void) {
   spin_lock(&runq_lock);
-  struct proc *p = rq_head;
-  if (p) {
-    rq_head = p->rq_next;
-    if (!rq_head)
-      rq_tail = 0;
+  struct proc *p = 0;
+  if (rq_bitmap) {
+    uint32_t prio = exec_ctz64(rq_bitmap);
+    p = rq_head[prio];
+    rq_head[prio] = p->rq_next;
+    if (!rq_head[prio]) {
+      rq_tail[prio] = 0;
+      rq_bitmap &= ~(1ULL << prio);
+    }
     p->state = P_RUNNING;
   }
   spin_unlock(&runq_lock);
@@ -114,6 +129,7 @@ static void release_resources(struct proc *p) {
 
 static void free_slot(struct proc *p) {   // ptable_lock held
   p->state = P_FREE;
+  p->exec_page = 0;
   p->async_workers = 0;
   p->parent = 0;
   p->killed = 0;
@@ -164,6 +180,12 @@ static int load_program(struct proc *p, const char *name, int argc, char *const 
   }
   if ((err = vdso_map(p->pagetable)) != 0 || (err = ring_setup(p)) != 0)
     return err;
+  if (uvm_map_shared(p->pagetable, USER_VVAR, prio_vvar_page(), PTE_R) < 0)
+    return -ENOMEM;
+  // The executor page: the kernel reads the ready bitmap and running priority
+  // from it. Until the runtime runs, the process counts as running main.
+  p->exec_page = (struct executor *)uvm_translate(p->pagetable, USER_EXEC_PAGE, PTE_W);
+  *(uint32_t *)((char *)p->exec_page + EXEC_PAGE_RUNNING_PRIO) = PROC_START_PRIO;
   uintr_init(p);
   // The stack; the page below it stays unmapped as a guard.
   if (uvm_alloc(p->pagetable, USER_STACK_TOP - USER_STACK_SIZE, USER_STACK_TOP, PTE_R | PTE_W) < 0)

@@ -14,7 +14,8 @@
 #include "uintr.h"
 
 #define NPROC 64
-#define USER_PRIO_CEILING 1      // the best priority a process's kernel work may get (0 is the kernel's)
+#define USER_PRIO_CEILING 1      // the best priority a process (or its kernel work) may get; 0 is the kernel's
+#define PROC_START_PRIO 4        // a new process's priority until its runtime reports (COPS_MAIN_PRIO)
 
 // Saved by user_return/uservec (kernel/uservec.S); offsets are fixed there.
 struct uctx {
@@ -53,6 +54,7 @@ struct proc {
   cid_t worker;                   // kernel coroutine serving a blocking call, or 0
   struct waitq child_exit;        // the parent's wait() sleeps here
   struct proc *rq_next;           // run-queue link
+  struct executor *exec_page;     // kernel address of its executor page (untrusted contents)
   uint64_t syscalls, traps;       // counters
   // user interrupts and async calls
   struct uintr_state ui;          // shadow u-CSRs (emulated backend)
@@ -73,7 +75,8 @@ void proc_init(void);
 struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct proc *parent, int *err);
 void proc_make_runnable(struct proc *p);
 struct proc *runq_pop_wait(void);
-int proc_runq_length(void);                 // runnable processes waiting for a switcher          // block the calling stackful coroutine until one is runnable
+uint32_t proc_runq_best(void);              // best priority waiting for a switcher, NPRIO if none
+uint64_t proc_runnable_bitmap(void);        // bit p: a runnable or running process has work of priority p          // block the calling stackful coroutine until one is runnable
 void proc_exit(struct proc *p, int status); // called by the switcher that runs p
 int proc_kill(int pid);
 int proc_count(void);

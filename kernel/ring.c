@@ -42,27 +42,33 @@ static void ring_put(struct completion_ring *r, cid_t cid, long result) {
   __atomic_store_n(&r->tail, t + 1, __ATOMIC_RELEASE);   // entry first, then tail
 }
 
-// Caller holds p->ring_lock.
-static void flush_locked(struct proc *p) {
+// Caller holds p->ring_lock. Returns how many completions moved into the ring.
+static uint32_t flush_locked(struct proc *p) {
   struct completion_ring *r = p->ring;
-  uint32_t n = 0;
+  uint32_t moved = 0, n = 0;
   while (p->ring_waiting && ring_space(r)) {
     struct waiting_completion *w = p->ring_waiting;
     p->ring_waiting = w->next;
     ring_put(r, w->cid, w->result);
     kfree(w);
+    moved++;
   }
   for (struct waiting_completion *w = p->ring_waiting; w; w = w->next)
     n++;
   r->waiting = n;
+  return moved;
 }
 
 void ring_flush(struct proc *p) {
   if (!p->ring_waiting)
     return;
   spin_lock(&p->ring_lock);
-  flush_locked(p);
+  uint32_t moved = flush_locked(p);
   spin_unlock(&p->ring_lock);
+  // Completions that just entered the ring must be announced like any other:
+  // otherwise they could sit there while the process sleeps in uwait.
+  if (moved)
+    uintr_post(p);
 }
 
 void ring_complete(struct proc *p, cid_t cid, long result) {

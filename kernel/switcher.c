@@ -21,12 +21,24 @@
 #include "trap.h"
 #include "ring.h"
 #include "uintr.h"
+#include "prio.h"
 
 static uint64_t kills_by_fault;
 
 uint64_t switcher_fault_kills(void) { return kills_by_fault; }
 
-static int others_waiting(void);
+// A process of equal or better priority is waiting for a hart (equal: round
+// robin among equals at each tick or yield).
+static int others_waiting(uint32_t my_prio) { return proc_runq_best() <= my_prio; }
+
+// Take on the priority of the process's best work, so kernel coroutines and
+// processes are ordered by one scale (COPS: the switching coroutine carries the
+// priority of the process it runs).
+static uint32_t take_priority(struct proc *p) {
+  uint32_t prio = prio_of(p);
+  kco_reprio(kco_current(), prio);
+  return prio;
+}
 
 enum run_end { RUN_BLOCKED, RUN_PREEMPTED, RUN_EXITED };
 
@@ -41,6 +53,7 @@ static int emulate_illegal(struct proc *p, uint64_t stval) {
 
 static enum run_end run_process(struct proc *p) {
   uvm_activate(p->pagetable);
+  uint32_t my_prio = take_priority(p);
   for (;;) {
     if (p->killed) {
       uvm_activate(0);
@@ -57,11 +70,15 @@ static enum run_end run_process(struct proc *p) {
     __atomic_store_n(&p->on_hart, -1, __ATOMIC_SEQ_CST);
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
     p->traps++;
+    prio_update_global();       // on every kernel entry, as COPS specifies
     if (cause & SCAUSE_INTERRUPT) {
       trap_interrupt(cause);
       intr_on();
-      if ((cause & ~SCAUSE_INTERRUPT) == IRQ_S_TIMER && others_waiting())
-        return RUN_PREEMPTED;
+      if ((cause & ~SCAUSE_INTERRUPT) == IRQ_S_TIMER) {
+        my_prio = take_priority(p);
+        if (others_waiting(my_prio))
+          return RUN_PREEMPTED;
+      }
     } else if (cause == EXC_ECALL_U) {
       intr_on();
       p->uc.pc += 4;
@@ -71,7 +88,8 @@ static enum run_end run_process(struct proc *p) {
       case SC_BLOCKED:          // p belongs to its kernel coroutine now
         return RUN_BLOCKED;
       case SC_YIELD:
-        if (others_waiting())
+        my_prio = take_priority(p);
+        if (others_waiting(my_prio))
           return RUN_PREEMPTED;
         break;
       case SC_EXIT:
@@ -90,10 +108,11 @@ static enum run_end run_process(struct proc *p) {
       proc_exit(p, -1);
       return RUN_EXITED;
     }
-    // Better-priority kernel work first (cooperative priority, as in COPS).
+    // Kernel work of better or equal priority first (cooperative priority, as
+    // in COPS; equal: round robin, e.g. the call another process is waiting on).
     // The switcher may resume on another hart, whose satp is someone else's:
     // load p's page table again before going back to user mode.
-    if (exec_best_prio(&kexec) < SWITCHER_PRIO) {
+    if (exec_best_prio(&kexec) <= my_prio) {
       kco_yield();
       uvm_activate(p->pagetable);
     }
@@ -109,10 +128,10 @@ static void switcher_main(void *arg) {
       proc_make_runnable(p);
       kco_yield();
     }
+    kco_reprio(kco_current(), SWITCHER_PRIO);
   }
 }
 
-static int others_waiting(void) { return proc_runq_length() > 0; }
 
 void switcher_start(void) {
   for (uint32_t i = 0; i < nharts_online; i++)

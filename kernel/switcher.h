@@ -2,7 +2,7 @@
 #ifndef SWITCHER_H
 #define SWITCHER_H
 #include <stdint.h>
-#define SWITCHER_PRIO 6      // below kernel services (0..5), above idle work (7)
+#define SWITCHER_PRIO 6      // while idle; running a process, a switcher takes its priority
 void switcher_start(void);   // one per online hart
 uint64_t switcher_fault_kills(void);
 #endif

@@ -18,9 +18,9 @@
 #include "timer.h"
 #include "ring.h"
 #include "uintr.h"
+#include "prio.h"
 
 #define WOULD_BLOCK (-1000)        // internal: never returned to user space
-#define WORKER_PRIO 5
 
 // A call's arguments, copied out of the user registers: an async call's kernel
 // coroutine keeps running after the process has moved on.
@@ -372,7 +372,10 @@ enum syscall_outcome syscall_dispatch(struct proc *p) {
     // page table) on another hart: stop using its address space here first.
     uvm_activate(0);
     p->state = P_BLOCKED;
-    if (start_worker(p, &sa, CID_NONE, WORKER_PRIO) == 0)
+    // The kernel coroutine serves the process, so it runs at the process's
+    // priority: a worse fixed priority would let a busy equal or better
+    // process starve it.
+    if (start_worker(p, &sa, CID_NONE, prio_of(p)) == 0)
       return SC_BLOCKED;
     r = -ENOMEM;
     p->state = P_RUNNING;

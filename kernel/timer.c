@@ -8,6 +8,7 @@
 #include "kmalloc.h"
 #include "riscv.h"
 #include "sbi.h"
+#include "prio.h"
 
 static int use_sstc;
 
@@ -107,6 +108,8 @@ void timer_interrupt(void) {
   }
   if (now >= h->next_tick) {
     h->ticks++;
+    if (h->index == 0)
+      prio_update_global();     // COPS: the global bitmap is rebuilt at each tick
     // Skip ticks missed while interrupts were off rather than replaying them.
     while (h->next_tick <= now)
       h->next_tick += tick_interval();

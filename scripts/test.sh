@@ -109,6 +109,13 @@ for prog in usertests coptest asynctest; do
   done
 done
 
+# ---- priorities across processes (one hart, where the order is deterministic) ----
+log=$LOGS/priotest.log
+run_qemu "$log" 1 256M "user=priotest"
+tally "priotest/" "$log" "priotest: PASS " "priotest: FAIL "
+grep -q "coral: init (pid 1) exited with status 0" "$log" ||
+  fail "priotest/run" "priotest did not end with status 0 (see $log)"
+
 # ---- 2c. the paper's two example programs run to completion ----
 for demo in "prodcons:prodcons: produced 12, consumed 12" "asyncread:(fast path, interrupts:"; do
   prog=${demo%%:*} want=${demo#*:}

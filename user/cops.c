@@ -28,6 +28,8 @@ static volatile int drain_due;
 static uint64_t uintr_entries;
 
 #define RING ((struct completion_ring *)USER_RING)
+#define VVAR ((const struct vvar *)USER_VVAR)
+#define RUNNING_PRIO ((volatile uint32_t *)(USER_EXEC_PAGE + EXEC_PAGE_RUNNING_PRIO))
 #define CSR_UIE_NUM "0x004"
 #define CSR_UTVEC_NUM "0x005"
 #define CSR_USTATUS_NUM "0x000"
@@ -206,6 +208,10 @@ int cops_wake(cid_t cid) {
 int cops_reprio(cid_t cid, uint32_t prio) {
   crit_enter();
   int r = V->exec_reprio(EX, cid, prio);
+  // The running coroutine's priority is what the kernel ranks this process by:
+  // publish a change to it at once, not at the next dispatch.
+  if (r == 0 && current && cid == co_cid_inline(current))
+    *RUNNING_PRIO = prio;
   crit_exit();
   return r;
 }
@@ -258,6 +264,7 @@ int cops_start(int argc, char **argv) {
     crit_exit();
     if (!c) {
       prev = 0;
+      *RUNNING_PRIO = COPS_NPRIO;
       if (inflight) {
         // Nothing ready, but async calls are out: sleep in the kernel until a
         // completion raises a user interrupt (its handler wakes the waiter).
@@ -270,6 +277,12 @@ int cops_start(int argc, char **argv) {
               st.blocked);
       return -1;
     }
+    // Tell the kernel what we run (it ranks processes by it), and step aside if
+    // the kernel or another process has better work than this coroutine (COPS:
+    // cooperation through the global bitmap in the read-only vvar page).
+    *RUNNING_PRIO = c->prio;
+    if ((VVAR->global_bitmap | VVAR->kernel_bitmap) & ((1ULL << c->prio) - 1))
+      yield();
     current = c;
     res = c->kind == CO_STACKFUL ? stackful_resume(c->arg) : c->poll(c->arg);
     current = 0;
