@@ -13,17 +13,8 @@
 // One line per check, then "asynctest: N passed, M failed"; exits with M.
 #include "cops.h"
 #include "ulib.h"
+#include "utest.h"
 
-static int passed, failed;
-static void check(const char *name, long got, long want) {
-  if (got == want) {
-    passed++;
-    printf("asynctest: PASS %s\n", name);
-  } else {
-    failed++;
-    printf("asynctest: FAIL %s: got %ld, expected %ld\n", name, got, want);
-  }
-}
 
 static cid_t main_cid;
 
@@ -194,6 +185,7 @@ static void leave_reader(void *arg) {
 }
 
 int main(int argc, char **argv) {
+  utest_prog = "asynctest";
   if (argc > 1 && strcmp(argv[1], "--leave-inflight") == 0) {
     static int p[2];
     pipe(p);
@@ -210,6 +202,5 @@ int main(int argc, char **argv) {
   test_overflow();
   test_untouched();
   test_exit_inflight();
-  printf("asynctest: %d passed, %d failed\n", passed, failed);
-  return failed;
+  return utest_summary();
 }

@@ -5,18 +5,8 @@
 // "coptest: N passed, M failed"; the exit status is M.
 #include "cops.h"
 #include "ulib.h"
+#include "utest.h"
 
-static int passed, failed;
-
-static void check(const char *name, long got, long want) {
-  if (got == want) {
-    passed++;
-    printf("coptest: PASS %s\n", name);
-  } else {
-    failed++;
-    printf("coptest: FAIL %s: got %ld, expected %ld\n", name, got, want);
-  }
-}
 
 static char why[128];
 static void check_invariants(const char *name) {
@@ -192,6 +182,7 @@ static void test_deep(void) {
 }
 
 int main(void) {
+  utest_prog = "coptest";
   main_cid = cops_current();
   printf("coptest: pid %d, main is coroutine %lx at priority %d\n", getpid(),
          (unsigned long)main_cid, COPS_MAIN_PRIO);
@@ -202,6 +193,5 @@ int main(void) {
   test_many();
   test_deep();
   check_invariants("final-invariants");
-  printf("coptest: %d passed, %d failed\n", passed, failed);
-  return failed;
+  return utest_summary();
 }

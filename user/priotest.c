@@ -8,19 +8,10 @@
 // "priotest --work P" sets its own priority to P, computes, and exits with P.
 #include "cops.h"
 #include "ulib.h"
+#include "utest.h"
 
 #define WORK 4000000L
 
-static int passed, failed;
-static void check(const char *name, long got, long want) {
-  if (got == want) {
-    passed++;
-    printf("priotest: PASS %s\n", name);
-  } else {
-    failed++;
-    printf("priotest: FAIL %s: got %ld, expected %ld\n", name, got, want);
-  }
-}
 
 static int work(int prio) {
   cops_reprio(cops_current(), (uint32_t)prio);
@@ -36,6 +27,7 @@ static int spawn_worker(const char *prio) {
 }
 
 int main(int argc, char **argv) {
+  utest_prog = "priotest";
   if (argc > 2 && strcmp(argv[1], "--work") == 0)
     return work(atoi(argv[2]));
 
@@ -57,6 +49,5 @@ int main(int argc, char **argv) {
   check("spinner-killed", kill(spinner), 0);
   check("spinner-reaped", wait(spinner, &status), spinner);
   check("spinner-status", status, -1);
-  printf("priotest: %d passed, %d failed\n", passed, failed);
-  return failed;
+  return utest_summary();
 }
