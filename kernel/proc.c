@@ -45,9 +45,14 @@ int proc_count(void) {
   return n;
 }
 
+// Slots [0, slots_used) have ever held a process. Processes take the lowest free
+// slot, so this stays small, and the per-entry scan below is short.
+static int slots_used;
+
 uint64_t proc_runnable_bitmap(void) {
   uint64_t bm = 0;
-  for (int i = 0; i < NPROC; i++) {
+  int n = __atomic_load_n(&slots_used, __ATOMIC_RELAXED);
+  for (int i = 0; i < n; i++) {
     enum proc_state st = __atomic_load_n(&procs[i].state, __ATOMIC_RELAXED);
     if (st == P_RUNNABLE || st == P_RUNNING)
       bm |= 1ULL << prio_of(&procs[i]);
@@ -107,6 +112,8 @@ static struct proc *alloc_slot(void) {
     if (p->state == P_FREE) {
       p->state = P_EMBRYO;
       p->pid = next_pid++;
+      if (i >= slots_used)
+        __atomic_store_n(&slots_used, i + 1, __ATOMIC_RELAXED);
       spin_unlock(&ptable_lock);
       return p;
     }
