@@ -23,7 +23,10 @@
 #define SYS_uptime 13     // uptime()                              -> milliseconds since boot
 #define SYS_kstat 14      // kstat(int what)                       -> a kernel counter (KSTAT_*), for tests
 #define SYS_uwait 15      // uwait()                               -> 0 once a user interrupt is pending
-#define NSYSCALL 16
+#define SYS_thread_create 16  // thread_create(void (*entry)(void *), void *arg, void *stack_top) -> tid
+#define SYS_thread_exit 17    // thread_exit(int status)           -> does not return
+#define SYS_thread_join 18    // thread_join(int tid, int *status)  -> 0
+#define NSYSCALL 19
 
 // The asynchronous form of a call that may wait (read, write, sleep, wait):
 // a7 = SYS_x | SYS_ASYNC, the usual arguments, a4 = the calling coroutine's
@@ -31,6 +34,7 @@
 // fast path), else -EINPROGRESS; the result then arrives as {cid, result} in the
 // completion ring, announced by a user software interrupt.
 #define SYS_ASYNC 0x10000
+#define MAXTHREADS_ABI 8      // threads per process, the main one included
 
 // kstat() selectors: counters that user tests compare before and after.
 #define KSTAT_FREE_PAGES 1

@@ -18,21 +18,28 @@ static struct proc procs[NPROC];
 static struct spinlock ptable_lock = SPINLOCK_INIT("ptable");   // state, pids, parent links
 static int next_pid = 1;
 
-// The run queue: one FIFO of runnable processes per priority, best first.
+// The run queue: one FIFO of runnable threads per priority (their process's),
+// best first.
 static struct spinlock runq_lock = SPINLOCK_INIT("runq");
-static struct proc *rq_head[NPRIO_DEFAULT], *rq_tail[NPRIO_DEFAULT];
+static struct thread *rq_head[NPRIO_DEFAULT], *rq_tail[NPRIO_DEFAULT];
 static uint64_t rq_bitmap;
 static struct waitq runq_wait;                                   // idle switching coroutines
 
 void proc_init(void) {
   waitq_init(&runq_wait, "runq");
   for (int i = 0; i < NPROC; i++) {
-    spin_init(&procs[i].lock, "proc");
-    spin_init(&procs[i].ring_lock, "ring");
-    waitq_init(&procs[i].child_exit, "wait");
-    waitq_init(&procs[i].uwait, "uwait");
-    waitq_init(&procs[i].async_done, "async");
-    procs[i].on_hart = -1;
+    struct proc *p = &procs[i];
+    spin_init(&p->lock, "proc");
+    spin_init(&p->ring_lock, "ring");
+    waitq_init(&p->child_exit, "wait");
+    waitq_init(&p->async_done, "async");
+    waitq_init(&p->thread_done, "threads");
+    for (int t = 0; t < MAXTHREADS; t++) {
+      p->threads[t].proc = p;
+      p->threads[t].tid = t;
+      p->threads[t].on_hart = -1;
+      waitq_init(&p->threads[t].uwait, "uwait");
+    }
   }
 }
 
@@ -53,24 +60,31 @@ uint64_t proc_runnable_bitmap(void) {
   uint64_t bm = 0;
   int n = __atomic_load_n(&slots_used, __ATOMIC_RELAXED);
   for (int i = 0; i < n; i++) {
-    enum proc_state st = __atomic_load_n(&procs[i].state, __ATOMIC_RELAXED);
-    if (st == P_RUNNABLE || st == P_RUNNING)
-      bm |= 1ULL << prio_of(&procs[i]);
+    struct proc *p = &procs[i];
+    if (__atomic_load_n(&p->state, __ATOMIC_RELAXED) != P_RUNNING)
+      continue;
+    for (int t = 0; t < MAXTHREADS; t++) {
+      enum thread_state st = __atomic_load_n(&p->threads[t].state, __ATOMIC_RELAXED);
+      if (st == T_RUNNABLE || st == T_RUNNING) {
+        bm |= 1ULL << prio_of(p);
+        break;
+      }
+    }
   }
   return bm;
 }
 
 // ---- run queue ----
-void proc_make_runnable(struct proc *p) {
-  uint32_t prio = prio_of(p);
+void thread_make_runnable(struct thread *t) {
+  uint32_t prio = prio_of(t->proc);
   spin_lock(&runq_lock);
-  p->state = P_RUNNABLE;
-  p->rq_next = 0;
+  t->state = T_RUNNABLE;
+  t->rq_next = 0;
   if (rq_tail[prio])
-    rq_tail[prio]->rq_next = p;
+    rq_tail[prio]->rq_next = t;
   else
-    rq_head[prio] = p;
-  rq_tail[prio] = p;
+    rq_head[prio] = t;
+  rq_tail[prio] = t;
   rq_bitmap |= 1ULL << prio;
   spin_unlock(&runq_lock);
   waitq_wake_one(&runq_wait);
@@ -81,27 +95,27 @@ uint32_t proc_runq_best(void) {
   return bm ? exec_ctz64(bm) : NPRIO_DEFAULT;
 }
 
-static struct proc *runq_pop(void) {
+static struct thread *runq_pop(void) {
   spin_lock(&runq_lock);
-  struct proc *p = 0;
+  struct thread *t = 0;
   if (rq_bitmap) {
     uint32_t prio = exec_ctz64(rq_bitmap);
-    p = rq_head[prio];
-    rq_head[prio] = p->rq_next;
+    t = rq_head[prio];
+    rq_head[prio] = t->rq_next;
     if (!rq_head[prio]) {
       rq_tail[prio] = 0;
       rq_bitmap &= ~(1ULL << prio);
     }
-    p->state = P_RUNNING;
+    t->state = T_RUNNING;
   }
   spin_unlock(&runq_lock);
-  return p;
+  return t;
 }
 
-struct proc *runq_pop_wait(void) {
-  struct proc *p = 0;
-  KCO_WAIT_UNTIL(&runq_wait, (p = runq_pop()) != 0);
-  return p;
+struct thread *runq_pop_wait(void) {
+  struct thread *t = 0;
+  KCO_WAIT_UNTIL(&runq_wait, (t = runq_pop()) != 0);
+  return t;
 }
 
 // ---- creation ----
@@ -140,8 +154,12 @@ static void free_slot(struct proc *p) {   // ptable_lock held
   p->async_workers = 0;
   p->parent = 0;
   p->killed = 0;
-  p->worker = 0;
   p->name[0] = 0;
+  p->live_threads = 0;
+  for (int t = 0; t < MAXTHREADS; t++) {
+    p->threads[t].state = T_FREE;
+    p->threads[t].worker = 0;
+  }
 }
 
 static uint64_t elf_perm(uint32_t flags) {
@@ -193,7 +211,6 @@ static int load_program(struct proc *p, const char *name, int argc, char *const 
   // from it. Until the runtime runs, the process counts as running main.
   p->exec_page = (struct executor *)uvm_translate(p->pagetable, USER_EXEC_PAGE, PTE_W);
   *(uint32_t *)((char *)p->exec_page + EXEC_PAGE_RUNNING_PRIO) = PROC_START_PRIO;
-  uintr_init(p);
   // The stack; the page below it stays unmapped as a guard.
   if (uvm_alloc(p->pagetable, USER_STACK_TOP - USER_STACK_SIZE, USER_STACK_TOP, PTE_R | PTE_W) < 0)
     return -ENOMEM;
@@ -201,11 +218,13 @@ static int load_program(struct proc *p, const char *name, int argc, char *const 
   if ((err = push_args(p, argc, argv, &sp, &uargv)) != 0)
     return err;
   p->heap_base = p->brk = info.end;
-  memset(&p->uc, 0, sizeof p->uc);
-  p->uc.pc = info.entry;
-  p->uc.x[REG_SP] = sp;
-  p->uc.x[REG_A0] = (uint64_t)argc;
-  p->uc.x[REG_A1] = uargv;
+  struct thread *t = &p->threads[0];       // the main thread
+  memset(&t->uc, 0, sizeof t->uc);
+  t->uc.pc = info.entry;
+  t->uc.x[REG_SP] = sp;
+  t->uc.x[REG_A0] = (uint64_t)argc;
+  t->uc.x[REG_A1] = uargv;
+  uintr_init(t);
   return 0;
 }
 
@@ -236,8 +255,11 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
   }
   spin_lock(&ptable_lock);
   p->parent = parent;
+  p->state = P_RUNNING;                    // alive: it has a thread
   spin_unlock(&ptable_lock);
-  proc_make_runnable(p);
+  p->live_threads = 1;
+  p->exit_code = 0;
+  thread_make_runnable(&p->threads[0]);
   return p;
 }
 
@@ -273,7 +295,94 @@ void proc_async_unregister(struct proc *p, struct async_worker *w) {
   spin_unlock(&p->lock);
 }
 
-void proc_exit(struct proc *p, int status) {
+// ---- threads ----
+int thread_create(struct proc *p, uint64_t entry, uint64_t arg, uint64_t sp) {
+  if (entry >= USER_VA_END || sp >= USER_VA_END || (sp & 15))
+    return -EINVAL;
+  spin_lock(&p->lock);
+  struct thread *t = 0;
+  for (int i = 1; i < MAXTHREADS && !t; i++)
+    if (p->threads[i].state == T_FREE)
+      t = &p->threads[i];
+  if (!t || p->killed) {
+    spin_unlock(&p->lock);
+    return -EAGAIN;
+  }
+  t->state = T_BLOCKED;                    // not yet queued
+  p->live_threads++;
+  spin_unlock(&p->lock);
+  memset(&t->uc, 0, sizeof t->uc);
+  t->uc.pc = entry;
+  t->uc.x[REG_SP] = sp;
+  t->uc.x[REG_A0] = arg;
+  t->worker = 0;
+  uintr_init(t);
+  thread_make_runnable(t);
+  return t->tid;
+}
+
+static int joinable(struct proc *p, int tid) {
+  return p->threads[tid].state == T_DONE || p->killed;
+}
+
+int thread_join(struct proc *p, int tid, int *status, int may_block) {
+  if (tid <= 0 || tid >= MAXTHREADS)
+    return -ESRCH;
+  for (;;) {
+    spin_lock(&p->lock);
+    struct thread *t = &p->threads[tid];
+    if (t->state == T_FREE) {
+      spin_unlock(&p->lock);
+      return -ESRCH;
+    }
+    if (t->state == T_DONE) {
+      *status = t->exit_status;
+      t->state = T_FREE;                   // the slot can be reused
+      spin_unlock(&p->lock);
+      return 0;
+    }
+    spin_unlock(&p->lock);
+    if (!may_block)
+      return -EAGAIN;
+    KCO_WAIT_UNTIL(&p->thread_done, joinable(p, tid));
+    if (p->killed)
+      return -EINTR;
+  }
+}
+
+static void proc_exit(struct proc *p, int status);
+
+void thread_stop(struct thread *t, int status) {
+  struct proc *p = t->proc;
+  spin_lock(&p->lock);
+  t->state = T_DONE;
+  t->exit_status = status;
+  int last = --p->live_threads == 0;
+  spin_unlock(&p->lock);
+  waitq_wake_all(&p->thread_done);
+  if (last)
+    proc_exit(p, p->exit_code);
+}
+
+void proc_terminate(struct proc *p, int status) {
+  spin_lock(&p->lock);
+  if (!p->killed)
+    p->exit_code = status;                 // the first reason wins
+  __atomic_store_n(&p->killed, 1, __ATOMIC_SEQ_CST);
+  cid_t workers[MAXTHREADS];
+  for (int i = 0; i < MAXTHREADS; i++)
+    workers[i] = p->threads[i].worker;
+  spin_unlock(&p->lock);
+  // Blocked threads re-test `killed` when woken; running ones see it at their
+  // next trap (a tick at the latest).
+  for (int i = 0; i < MAXTHREADS; i++)
+    if (workers[i])
+      kco_wake(workers[i]);
+  waitq_wake_all(&p->child_exit);
+  waitq_wake_all(&p->thread_done);
+}
+
+static void proc_exit(struct proc *p, int status) {
   int pid = p->pid;           // an orphan's slot may be reused once it is freed below
   // Async calls still running in the kernel use p's memory and files: make them
   // give up (killed, then a wake so that each re-tests it) and wait for every
@@ -359,20 +468,14 @@ int proc_kill(int pid) {
   struct proc *victim = 0;
   for (int i = 0; i < NPROC; i++) {
     struct proc *p = &procs[i];
-    if (p->pid == pid && p->state != P_FREE && p->state != P_ZOMBIE && p->state != P_EMBRYO)
+    if (p->pid == pid && p->state == P_RUNNING)
       victim = p;
   }
   if (!victim) {
     spin_unlock(&ptable_lock);
     return -ESRCH;
   }
-  victim->killed = 1;
-  cid_t worker = victim->worker;
   spin_unlock(&ptable_lock);
-  // A blocked call re-checks `killed` when woken; a running process sees it at
-  // its next trap (the timer tick at the latest).
-  if (worker)
-    kco_wake(worker);
-  waitq_wake_all(&victim->child_exit);
+  proc_terminate(victim, -1);
   return 0;
 }

@@ -30,6 +30,26 @@ struct uctx {
 
 enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_BLOCKED, P_ZOMBIE };
 
+#define MAXTHREADS 8             // user threads per process (thread 0 runs main)
+
+// A user thread: the unit a switching coroutine runs. Threads of a process share
+// its address space, files and completion ring; each has its own registers and
+// its own (shadow) user-interrupt state, as the N extension keeps u-CSRs per hart.
+enum thread_state { T_FREE = 0, T_RUNNABLE, T_RUNNING, T_BLOCKED, T_DONE };
+
+struct thread {
+  struct uctx uc;                 // first: uservec finds it through sscratch
+  struct proc *proc;
+  int tid;                        // index in proc->threads
+  enum thread_state state;
+  int exit_status;                // thread_exit's status, for thread_join
+  struct uintr_state ui;          // shadow u-CSRs (emulated backend)
+  int on_hart;                    // hart index while in U-mode, else -1
+  cid_t worker;                   // kernel coroutine serving its blocking call, or 0
+  struct waitq uwait;             // uwait() sleeps here
+  struct thread *rq_next;         // run-queue link
+};
+
 struct file;
 struct waiting_completion;
 
@@ -40,7 +60,10 @@ struct async_worker {
 };
 
 struct proc {
-  struct uctx uc;                 // first: uservec finds it through sscratch
+  struct thread threads[MAXTHREADS];
+  int live_threads;               // not T_FREE or T_DONE; guarded by lock
+  int exit_code;                  // status the process ends with once all threads stop
+  struct waitq thread_done;       // thread_join and exit wait here
   struct spinlock lock;           // state, killed, parent/child links
   enum proc_state state;
   int pid;
@@ -51,15 +74,10 @@ struct proc {
   struct proc *parent;
   int exit_status;
   int killed;
-  cid_t worker;                   // kernel coroutine serving a blocking call, or 0
   struct waitq child_exit;        // the parent's wait() sleeps here
-  struct proc *rq_next;           // run-queue link
   struct executor *exec_page;     // kernel address of its executor page (untrusted contents)
   uint64_t syscalls, traps;       // counters
-  // user interrupts and async calls
-  struct uintr_state ui;          // shadow u-CSRs (emulated backend)
-  int on_hart;                    // hart index while in U-mode, else -1
-  struct waitq uwait;             // uwait() sleeps here
+  // async calls
   struct completion_ring *ring;   // kernel address of the ring page
   struct spinlock ring_lock;
   struct waiting_completion *ring_waiting;   // completions waiting for ring space
@@ -73,11 +91,19 @@ void proc_init(void);
 // Create a process running program `name` with argv (kernel copies). Returns the
 // new process (P_RUNNABLE and queued) or NULL with *err set to a negative errno.
 struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct proc *parent, int *err);
-void proc_make_runnable(struct proc *p);
-struct proc *runq_pop_wait(void);
+void thread_make_runnable(struct thread *t);
+struct thread *runq_pop_wait(void);        // block the calling stackful coroutine until one is runnable
+
 uint32_t proc_runq_best(void);              // best priority waiting for a switcher, NPRIO if none
 uint64_t proc_runnable_bitmap(void);        // bit p: a runnable or running process has work of priority p          // block the calling stackful coroutine until one is runnable
-void proc_exit(struct proc *p, int status); // called by the switcher that runs p
+// The calling switcher's thread t stops for good (status for thread_join). The
+// last thread of a process to stop ends the process with p->exit_code.
+void thread_stop(struct thread *t, int status);
+// End the whole process with status: every thread stops at its next trap (a
+// blocked one is woken); the last one frees the process.
+void proc_terminate(struct proc *p, int status);
+int thread_create(struct proc *p, uint64_t entry, uint64_t arg, uint64_t sp);   // tid or -errno
+int thread_join(struct proc *p, int tid, int *status, int may_block);          // 0 or -errno
 int proc_kill(int pid);
 int proc_count(void);
 struct proc *proc_by_pid(int pid);          // caller must hold nothing; returns a live one or NULL

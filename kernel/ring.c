@@ -59,7 +59,8 @@ static uint32_t flush_locked(struct proc *p) {
   return moved;
 }
 
-void ring_flush(struct proc *p) {
+void ring_flush(struct thread *t) {
+  struct proc *p = t->proc;
   if (!p->ring_waiting)
     return;
   spin_lock(&p->ring_lock);
@@ -68,10 +69,11 @@ void ring_flush(struct proc *p) {
   // Completions that just entered the ring must be announced like any other:
   // otherwise they could sit there while the process sleeps in uwait.
   if (moved)
-    uintr_post(p);
+    uintr_post(t);
 }
 
-void ring_complete(struct proc *p, cid_t cid, long result) {
+void ring_complete(struct thread *t, cid_t cid, long result) {
+  struct proc *p = t->proc;
   // Allocated before taking the lock; if even this fails, retry: dropping the
   // completion would leave a user coroutine blocked forever.
   struct waiting_completion *w;
@@ -94,7 +96,7 @@ void ring_complete(struct proc *p, cid_t cid, long result) {
     p->ring->waiting++;
   }
   spin_unlock(&p->ring_lock);
-  uintr_post(p);
+  uintr_post(t);
 }
 
 void ring_release(struct proc *p) {

@@ -4,12 +4,15 @@
 #include "executor.h"
 
 struct proc;
+struct thread;
 
 int ring_setup(struct proc *p);            // map the ring page at USER_RING; 0 or -ENOMEM
-// Post {cid, result} and raise a user interrupt. Never fails and never loses a
-// completion: with the ring full it waits in the kernel until there is space.
-void ring_complete(struct proc *p, cid_t cid, long result);
-// Move completions that waited in the kernel into the ring, as space allows.
-void ring_flush(struct proc *p);
+// Post {cid, result} to t's process and raise a user interrupt in thread t (the
+// one that made the call). Never fails and never loses a completion: with the
+// ring full it waits in the kernel until there is space.
+void ring_complete(struct thread *t, cid_t cid, long result);
+// Move completions that waited in the kernel into the ring, as space allows;
+// thread t (about to return to U-mode) is interrupted if any moved.
+void ring_flush(struct thread *t);
 void ring_release(struct proc *p);         // at exit: drop what still waits
 #endif

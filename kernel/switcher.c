@@ -1,6 +1,6 @@
 // The switching coroutines: COPS's bridge between kernel coroutines and user
 // processes. Each is a stackful kernel coroutine; there is one per hart, so as
-// many processes as harts can run at once. A switcher takes a runnable process,
+// many user threads as harts can run at once. A switcher takes a runnable thread,
 // enters U-mode with user_return(), and gets control back at the process's next
 // trap as the return of that call:
 //   - system call: handled here if it needs no waiting (then straight back to
@@ -44,30 +44,36 @@ enum run_end { RUN_BLOCKED, RUN_PREEMPTED, RUN_EXITED };
 
 // The faulting instruction is in stval when the hart reports it; otherwise read
 // it from the process (4 bytes: u-CSR instructions are never compressed).
-static int emulate_illegal(struct proc *p, uint64_t stval) {
+static int emulate_illegal(struct thread *t, uint64_t stval) {
   uint32_t insn = (uint32_t)stval;
-  if (insn == 0 && copyin(p->pagetable, &insn, p->uc.pc, sizeof insn) < 0)
+  if (insn == 0 && copyin(t->proc->pagetable, &insn, t->uc.pc, sizeof insn) < 0)
     return 0;
-  return uintr_illegal(p, insn);
+  return uintr_illegal(t, insn);
 }
 
-static enum run_end run_process(struct proc *p) {
+// Stop thread t for good. The hart leaves p's page table first: if t is the
+// last thread, the process is freed right here.
+static enum run_end stop(struct thread *t, int status) {
+  uvm_activate(0);
+  thread_stop(t, status);
+  return RUN_EXITED;
+}
+
+static enum run_end run_thread(struct thread *t) {
+  struct proc *p = t->proc;
   uvm_activate(p->pagetable);
   uint32_t my_prio = take_priority(p);
   for (;;) {
-    if (p->killed) {
-      uvm_activate(0);
-      proc_exit(p, -1);
-      return RUN_EXITED;
-    }
+    if (p->killed)
+      return stop(t, -1);
     intr_off();                 // stvec points at uservec until the trap
-    // Publish where p runs before looking for pending user interrupts, so a
+    // Publish where t runs before looking for pending user interrupts, so a
     // completion posted from another hart either is seen here or sends an IPI.
-    __atomic_store_n(&p->on_hart, (int)this_hart()->index, __ATOMIC_SEQ_CST);
-    ring_flush(p);
-    uintr_deliver(p);
-    user_return(&p->uc);
-    __atomic_store_n(&p->on_hart, -1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&t->on_hart, (int)this_hart()->index, __ATOMIC_SEQ_CST);
+    ring_flush(t);
+    uintr_deliver(t);
+    user_return(&t->uc);
+    __atomic_store_n(&t->on_hart, -1, __ATOMIC_SEQ_CST);
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
     p->traps++;
     prio_update_global();       // on every kernel entry, as COPS specifies
@@ -81,32 +87,32 @@ static enum run_end run_process(struct proc *p) {
       }
     } else if (cause == EXC_ECALL_U) {
       intr_on();
-      p->uc.pc += 4;
-      switch (syscall_dispatch(p)) {
+      t->uc.pc += 4;
+      switch (syscall_dispatch(t)) {
       case SC_DONE:
         break;
-      case SC_BLOCKED:          // p belongs to its kernel coroutine now
+      case SC_BLOCKED:          // t belongs to its kernel coroutine now
         return RUN_BLOCKED;
       case SC_YIELD:
         my_prio = take_priority(p);
         if (others_waiting(my_prio))
           return RUN_PREEMPTED;
         break;
-      case SC_EXIT:
-        uvm_activate(0);
-        proc_exit(p, (int)p->uc.x[REG_A0]);
-        return RUN_EXITED;
+      case SC_EXIT:             // the whole process ends; this thread first
+        proc_terminate(p, (int)t->uc.x[REG_A0]);
+        return stop(t, (int)t->uc.x[REG_A0]);
+      case SC_THREAD_EXIT:
+        return stop(t, (int)t->uc.x[REG_A0]);
       }
-    } else if (cause == EXC_ILLEGAL_INST && emulate_illegal(p, stval)) {
+    } else if (cause == EXC_ILLEGAL_INST && emulate_illegal(t, stval)) {
       intr_on();                // a u-CSR access or uret: emulated, carry on
     } else {
       intr_on();
-      kprintf("coral: pid %d (%s) killed: %s at pc %p, stval %p\n", p->pid, p->name,
-              trap_exception_name(cause), (void *)p->uc.pc, (void *)stval);
+      kprintf("coral: pid %d (%s) thread %d killed: %s at pc %p, stval %p\n", p->pid, p->name,
+              t->tid, trap_exception_name(cause), (void *)t->uc.pc, (void *)stval);
       __atomic_fetch_add(&kills_by_fault, 1, __ATOMIC_RELAXED);
-      uvm_activate(0);
-      proc_exit(p, -1);
-      return RUN_EXITED;
+      proc_terminate(p, -1);    // a faulting thread takes its process down
+      return stop(t, -1);
     }
     // Kernel work of better or equal priority first (cooperative priority, as
     // in COPS; equal: round robin, e.g. the call another process is waiting on).
@@ -122,16 +128,15 @@ static enum run_end run_process(struct proc *p) {
 static void switcher_main(void *arg) {
   (void)arg;
   for (;;) {
-    struct proc *p = runq_pop_wait();
-    if (run_process(p) == RUN_PREEMPTED) {
+    struct thread *t = runq_pop_wait();
+    if (run_thread(t) == RUN_PREEMPTED) {
       uvm_activate(0);
-      proc_make_runnable(p);
+      thread_make_runnable(t);
       kco_yield();
     }
     kco_reprio(kco_current(), SWITCHER_PRIO);
   }
 }
-
 
 void switcher_start(void) {
   for (uint32_t i = 0; i < nharts_online; i++)

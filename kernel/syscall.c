@@ -4,7 +4,7 @@
 // Blocking calls are tried inline first. One that would have to wait returns
 // WOULD_BLOCK, and the call is handed to a stackful kernel coroutine, which repeats
 // it with may_block = 1 and makes the process runnable again when it is done. The
-// process meanwhile sits in P_BLOCKED, and the switching coroutine runs others.
+// thread meanwhile sits in T_BLOCKED, and the switching coroutine runs others.
 // This is the COPS model: a system call becomes a kernel coroutine.
 #include "syscall.h"
 #include "file.h"
@@ -61,13 +61,15 @@ static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
 }
 
 // ---- the calls ----
-static long sys_getpid(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_getpid(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)sa;
   (void)may_block;
   return p->pid;
 }
 
-static long sys_rw(struct proc *p, const struct sysargs *sa, int may_block, int is_write) {
+static long sys_rw(struct thread *t, const struct sysargs *sa, int may_block, int is_write) {
+  struct proc *p = t->proc;
   struct file *f = fd_file(p, arg(p, 0));
   long n = (long)arg(p, 2);
   if (!f)
@@ -83,10 +85,16 @@ static long sys_rw(struct proc *p, const struct sysargs *sa, int may_block, int 
   return r == -EAGAIN && !may_block ? WOULD_BLOCK : r;
 }
 
-static long sys_read(struct proc *p, const struct sysargs *sa, int may_block) { return sys_rw(p, sa, may_block, 0); }
-static long sys_write(struct proc *p, const struct sysargs *sa, int may_block) { return sys_rw(p, sa, may_block, 1); }
+static long sys_read(struct thread *t, const struct sysargs *sa, int may_block) {
+  return sys_rw(t, sa, may_block, 0);
+}
 
-static long sys_close(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_write(struct thread *t, const struct sysargs *sa, int may_block) {
+  return sys_rw(t, sa, may_block, 1);
+}
+
+static long sys_close(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)may_block;
   uint64_t fd = arg(p, 0);
   struct file *f = fd_file(p, fd);
@@ -97,7 +105,8 @@ static long sys_close(struct proc *p, const struct sysargs *sa, int may_block) {
   return 0;
 }
 
-static long sys_pipe(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_pipe(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)may_block;
   uint64_t ufds = arg(p, 0);
   if (!user_writable(p, ufds, 2 * sizeof(int)))
@@ -120,7 +129,8 @@ static long sys_pipe(struct proc *p, const struct sysargs *sa, int may_block) {
   return 0;
 }
 
-static long sys_sleep(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_sleep(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   long ms = (long)arg(p, 0);
   if (ms < 0)
     return -EINVAL;
@@ -136,7 +146,8 @@ static long sys_sleep(struct proc *p, const struct sysargs *sa, int may_block) {
   return p->killed ? -EINTR : 0;
 }
 
-static long sys_yield(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_yield(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)p;
   (void)sa;
   (void)may_block;
@@ -144,7 +155,8 @@ static long sys_yield(struct proc *p, const struct sysargs *sa, int may_block) {
 }
 
 // spawn(name, argv): copy and check everything before creating anything.
-static long sys_spawn(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_spawn(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)may_block;
   char name[MAXNAME];
   long r = copyinstr(p->pagetable, name, arg(p, 0), sizeof name);
@@ -190,7 +202,8 @@ static long sys_spawn(struct proc *p, const struct sysargs *sa, int may_block) {
   return r;
 }
 
-static long sys_wait(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_wait(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   int pid = (int)arg(p, 0);
   uint64_t ustatus = arg(p, 1);
   if (pid < -1 || pid == 0)
@@ -206,14 +219,16 @@ static long sys_wait(struct proc *p, const struct sysargs *sa, int may_block) {
   return r;
 }
 
-static long sys_kill(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_kill(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)p;
   (void)may_block;
   long pid = (long)arg(p, 0);
   return pid <= 0 || pid > 0x7fffffff ? -ESRCH : proc_kill((int)pid);
 }
 
-static long sys_brk(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_brk(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)may_block;
   uint64_t want = arg(p, 0);
   if (want == 0)
@@ -229,14 +244,16 @@ static long sys_brk(struct proc *p, const struct sysargs *sa, int may_block) {
   return (long)want;
 }
 
-static long sys_uptime(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_uptime(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)p;
   (void)sa;
   (void)may_block;
   return (long)(rdtime() / (board.timebase_hz / 1000));
 }
 
-static long sys_kstat(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_kstat(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)may_block;
   struct palloc_stats ps;
   struct kmalloc_stats ks;
@@ -258,7 +275,7 @@ static long sys_kstat(struct proc *p, const struct sysargs *sa, int may_block) {
   case KSTAT_NPROCS:
     return proc_count();
   case KSTAT_UINTR_POSTED:
-    return (long)p->ui.posted;
+    return (long)t->ui.posted;
   case KSTAT_RING_OVERFLOWS:
     return (long)p->ring_overflows;
   default:
@@ -266,24 +283,50 @@ static long sys_kstat(struct proc *p, const struct sysargs *sa, int may_block) {
   }
 }
 
+// thread_create(entry, arg, stack_top): a new thread of this process starts at
+// entry(arg) on the given stack (which the caller allocated). -> tid
+static long sys_thread_create(struct thread *t, const struct sysargs *sa, int may_block) {
+  (void)may_block;
+  return thread_create(t->proc, sa->a[0], sa->a[1], sa->a[2]);
+}
+
+// thread_join(tid, &status): wait for thread tid to finish. -> 0
+static long sys_thread_join(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
+  uint64_t ustatus = sa->a[1];
+  if ((int64_t)sa->a[0] == t->tid)
+    return -EINVAL;                          // joining oneself would never return
+  if (ustatus && !user_writable(p, ustatus, sizeof(int)))
+    return -EFAULT;
+  int status;
+  int r = thread_join(p, (int)sa->a[0], &status, may_block);
+  if (r == -EAGAIN)
+    return WOULD_BLOCK;
+  if (r == 0 && ustatus)
+    copyout(p->pagetable, ustatus, &status, sizeof status);
+  return r;
+}
+
 // uwait(): block until a user interrupt is pending. The runtime calls it when
 // its executor has nothing ready but async calls are still in flight.
-static long sys_uwait(struct proc *p, const struct sysargs *sa, int may_block) {
+static long sys_uwait(struct thread *t, const struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
   (void)sa;
-  if (uintr_pending(p) || p->ring_waiting)
+  if (uintr_pending(t) || p->ring_waiting)
     return 0;
   if (!may_block)
     return WOULD_BLOCK;
-  KCO_WAIT_UNTIL(&p->uwait, uintr_pending(p) || p->killed);
+  KCO_WAIT_UNTIL(&t->uwait, uintr_pending(t) || p->killed);
   return p->killed ? -EINTR : 0;
 }
 
-static long (*const calls[NSYSCALL])(struct proc *, const struct sysargs *, int) = {
+static long (*const calls[NSYSCALL])(struct thread *, const struct sysargs *, int) = {
   [SYS_getpid] = sys_getpid, [SYS_write] = sys_write, [SYS_read] = sys_read,
   [SYS_close] = sys_close,   [SYS_pipe] = sys_pipe,   [SYS_sleep] = sys_sleep,
   [SYS_yield] = sys_yield,   [SYS_spawn] = sys_spawn, [SYS_wait] = sys_wait,
   [SYS_kill] = sys_kill,     [SYS_brk] = sys_brk,     [SYS_uptime] = sys_uptime,
   [SYS_kstat] = sys_kstat,   [SYS_uwait] = sys_uwait,
+  [SYS_thread_create] = sys_thread_create, [SYS_thread_join] = sys_thread_join,
 };
 
 // Calls that may wait, and so have an asynchronous form.
@@ -294,6 +337,7 @@ static int can_be_async(uint64_t nr) {
 // ---- calls that wait become kernel coroutines ----
 struct worker {
   struct async_worker link;  // async: on p->async_workers while it runs
+  struct thread *t;          // the calling thread
   struct proc *p;
   struct sysargs sa;
   cid_t cid;                 // async: the user coroutine to complete; 0: a sync call
@@ -304,26 +348,29 @@ static void syscall_worker(void *arg0) {
   struct proc *p = w->p;
   if (w->cid)
     proc_async_register(p, &w->link, kco_current());   // so that exit can wake it
-  long r = calls[w->sa.nr](p, &w->sa, 1);
+  long r = calls[w->sa.nr](w->t, &w->sa, 1);
   if (w->cid) {
     // Async: the process has been running all along. Post {cid, result} to its
-    // completion ring and raise a user interrupt.
+    // completion ring and raise a user interrupt in the calling thread.
     proc_async_unregister(p, &w->link);
-    ring_complete(p, w->cid, r);
+    ring_complete(w->t, w->cid, r);
     proc_async_done(p);
   } else {
-    p->uc.x[REG_A0] = (uint64_t)r;
-    p->worker = 0;
-    proc_make_runnable(p);
+    struct thread *t = w->t;
+    t->uc.x[REG_A0] = (uint64_t)r;
+    t->worker = 0;
+    thread_make_runnable(t);
   }
   kfree(w);
 }
 
 // Hand the call to a kernel coroutine at priority prio. 0, or -ENOMEM.
-static int start_worker(struct proc *p, const struct sysargs *sa, cid_t cid, uint32_t prio) {
+static int start_worker(struct thread *t, const struct sysargs *sa, cid_t cid, uint32_t prio) {
+  struct proc *p = t->proc;
   struct worker *w = kmalloc(sizeof *w);
   if (!w)
     return -ENOMEM;
+  w->t = t;
   w->p = p;
   w->sa = *sa;
   w->cid = cid;
@@ -337,24 +384,27 @@ static int start_worker(struct proc *p, const struct sysargs *sa, cid_t cid, uin
     return -ENOMEM;
   }
   if (!cid)
-    p->worker = (cid_t)kcid;
+    t->worker = (cid_t)kcid;
   return 0;
 }
 
-enum syscall_outcome syscall_dispatch(struct proc *p) {
-  uint64_t a7 = p->uc.x[REG_A7];
+enum syscall_outcome syscall_dispatch(struct thread *t) {
+  struct proc *p = t->proc;
+  uint64_t a7 = t->uc.x[REG_A7];
   int async = (a7 & SYS_ASYNC) != 0;
   struct sysargs sa = { .nr = a7 & ~(uint64_t)SYS_ASYNC };
   for (int i = 0; i < 6; i++)
-    sa.a[i] = p->uc.x[REG_A0 + i];
+    sa.a[i] = t->uc.x[REG_A0 + i];
   p->syscalls++;
   if (sa.nr >= NSYSCALL || !calls[sa.nr] || (async && !can_be_async(sa.nr))) {
     if (sa.nr == SYS_exit && !async)
       return SC_EXIT;
-    p->uc.x[REG_A0] = (uint64_t)-ENOSYS;
+    if (sa.nr == SYS_thread_exit && !async)
+      return SC_THREAD_EXIT;
+    t->uc.x[REG_A0] = (uint64_t)-ENOSYS;
     return SC_DONE;
   }
-  long r = calls[sa.nr](p, &sa, 0);
+  long r = calls[sa.nr](t, &sa, 0);
   if (r == WOULD_BLOCK && async) {
     // The async form: the caller's coroutine (cid in a5) waits; the process
     // does not. The kernel coroutine runs at the caller's priority (a4, which
@@ -366,21 +416,21 @@ enum syscall_outcome syscall_dispatch(struct proc *p) {
     if (cid == CID_NONE)
       r = -EINVAL;
     else
-      r = start_worker(p, &sa, cid, prio) == 0 ? -EINPROGRESS : -ENOMEM;
+      r = start_worker(t, &sa, cid, prio) == 0 ? -EINPROGRESS : -ENOMEM;
   } else if (r == WOULD_BLOCK) {
     // From the moment the worker exists, p may run (and even exit and free its
     // page table) on another hart: stop using its address space here first.
     uvm_activate(0);
-    p->state = P_BLOCKED;
+    t->state = T_BLOCKED;
     // The kernel coroutine serves the process, so it runs at the process's
     // priority: a worse fixed priority would let a busy equal or better
     // process starve it.
-    if (start_worker(p, &sa, CID_NONE, prio_of(p)) == 0)
+    if (start_worker(t, &sa, CID_NONE, prio_of(p)) == 0)
       return SC_BLOCKED;
     r = -ENOMEM;
-    p->state = P_RUNNING;
+    t->state = T_RUNNING;
     uvm_activate(p->pagetable);
   }
-  p->uc.x[REG_A0] = (uint64_t)r;
+  t->uc.x[REG_A0] = (uint64_t)r;
   return sa.nr == SYS_yield ? SC_YIELD : SC_DONE;
 }

@@ -9,7 +9,8 @@ enum syscall_outcome {
   SC_BLOCKED,     // a kernel coroutine now serves the call; the process waits
   SC_YIELD,       // the process gave up the hart: requeue it behind the others
   SC_EXIT,        // the process called exit
+  SC_THREAD_EXIT, // the thread called thread_exit
 };
 
-enum syscall_outcome syscall_dispatch(struct proc *p);
+enum syscall_outcome syscall_dispatch(struct thread *t);
 #endif

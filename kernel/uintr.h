@@ -13,9 +13,9 @@
 #define UINTR_H
 #include <stdint.h>
 
-struct proc;
+struct thread;
 
-// Shadow u-CSR state of a process (one user thread).
+// Shadow u-CSR state of one user thread.
 struct uintr_state {
   uint64_t ustatus;            // UIE (bit 0), UPIE (bit 4)
   uint64_t uie, utvec, uscratch, uepc, ucause, utval;
@@ -29,15 +29,15 @@ struct uintr_state {
 #define UIP_USIP 0x1
 #define UIE_USIE 0x1
 
-void uintr_init(struct proc *p);
-// Raise a user software interrupt for p (from any hart, any kernel coroutine).
-void uintr_post(struct proc *p);
-// Before returning p to U-mode: enter its handler if one is pending and enabled.
-void uintr_deliver(struct proc *p);
-// An illegal-instruction trap from p: emulate it if it is a u-CSR access or uret.
+void uintr_init(struct thread *t);
+// Raise a user software interrupt for thread t (from any hart, any kernel coroutine).
+void uintr_post(struct thread *t);
+// Before returning t to U-mode: enter its handler if one is pending and enabled.
+void uintr_deliver(struct thread *t);
+// An illegal-instruction trap from t: emulate it if it is a u-CSR access or uret.
 // Returns 1 if emulated (pc advanced), 0 if the process really is at fault.
-int uintr_illegal(struct proc *p, uint32_t insn);
-int uintr_pending(struct proc *p);
+int uintr_illegal(struct thread *t, uint32_t insn);
+int uintr_pending(struct thread *t);
 const char *uintr_backend_name(void);
 
 #endif

@@ -22,36 +22,36 @@
 
 const char *uintr_backend_name(void) { return "emulated"; }
 
-void uintr_init(struct proc *p) {
-  p->ui = (struct uintr_state){ 0 };
+void uintr_init(struct thread *t) {
+  t->ui = (struct uintr_state){ 0 };
 }
 
-int uintr_pending(struct proc *p) {
-  return (__atomic_load_n(&p->ui.uip, __ATOMIC_SEQ_CST) & UIP_USIP) != 0;
+int uintr_pending(struct thread *t) {
+  return (__atomic_load_n(&t->ui.uip, __ATOMIC_SEQ_CST) & UIP_USIP) != 0;
 }
 
-void uintr_post(struct proc *p) {
-  __atomic_fetch_or(&p->ui.uip, UIP_USIP, __ATOMIC_SEQ_CST);
-  __atomic_fetch_add(&p->ui.posted, 1, __ATOMIC_RELAXED);
-  waitq_wake_all(&p->uwait);
+void uintr_post(struct thread *t) {
+  __atomic_fetch_or(&t->ui.uip, UIP_USIP, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&t->ui.posted, 1, __ATOMIC_RELAXED);
+  waitq_wake_all(&t->uwait);
   // Running on another hart right now? Interrupt it, so the delivery happens at
   // once rather than at its next tick. (The switcher publishes the hart before
   // it checks for pending interrupts: one of the two sides sees the other.)
-  int h = __atomic_load_n(&p->on_hart, __ATOMIC_SEQ_CST);
+  int h = __atomic_load_n(&t->on_hart, __ATOMIC_SEQ_CST);
   if (h >= 0 && (uint32_t)h != this_hart()->index)
     sbi_send_ipi(1, harts[h].hartid);
 }
 
-void uintr_deliver(struct proc *p) {
-  struct uintr_state *u = &p->ui;
+void uintr_deliver(struct thread *t) {
+  struct uintr_state *u = &t->ui;
   if (!(u->uip & UIP_USIP) || !(u->uie & UIE_USIE) || !(u->ustatus & USTATUS_UIE))
     return;
-  u->uepc = p->uc.pc;
+  u->uepc = t->uc.pc;
   u->ucause = CAUSE_USI;
   u->utval = 0;
   u->ustatus = USTATUS_UPIE;                 // UPIE <- UIE (which was 1), UIE <- 0
   // Direct mode: the handler's address; vectored: base + 4 * cause (0 for USI).
-  p->uc.pc = u->utvec & ~3ULL;
+  t->uc.pc = u->utvec & ~3ULL;
   u->delivered++;
 }
 
@@ -88,10 +88,10 @@ static void csr_write_shadow(struct uintr_state *u, uint32_t csr, uint64_t val) 
   }
 }
 
-int uintr_illegal(struct proc *p, uint32_t insn) {
-  struct uintr_state *u = &p->ui;
+int uintr_illegal(struct thread *t, uint32_t insn) {
+  struct uintr_state *u = &t->ui;
   if (insn == INSN_URET) {
-    p->uc.pc = u->uepc;
+    t->uc.pc = u->uepc;
     u->ustatus = ((u->ustatus & USTATUS_UPIE) ? USTATUS_UIE : 0) | USTATUS_UPIE;  // UIE <- UPIE, UPIE <- 1
     return 1;
   }
@@ -102,7 +102,7 @@ int uintr_illegal(struct proc *p, uint32_t insn) {
   uint64_t old;
   if (funct3 == 0 || funct3 == 4 || csr_read_shadow(u, csr, &old) != 0)
     return 0;
-  uint64_t src = (funct3 & 4) ? rs1 : (rs1 ? p->uc.x[rs1] : 0);   // immediate forms
+  uint64_t src = (funct3 & 4) ? rs1 : (rs1 ? t->uc.x[rs1] : 0);   // immediate forms
   switch (funct3 & 3) {
   case 1:                                                         // csrrw(i)
     csr_write_shadow(u, csr, src);
@@ -117,7 +117,7 @@ int uintr_illegal(struct proc *p, uint32_t insn) {
     break;
   }
   if (rd)
-    p->uc.x[rd] = old;
-  p->uc.pc += 4;
+    t->uc.x[rd] = old;
+  t->uc.pc += 4;
   return 1;
 }

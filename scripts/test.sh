@@ -99,7 +99,7 @@ done
 #      usertests (every system call with bad input, faults, kills, leaks),
 #      coptest (the COPS API on the vDSO executor), asynctest (async calls,
 #      completion ring, user interrupts). Each prints "<prog>: PASS|FAIL name". ----
-for prog in usertests coptest asynctest; do
+for prog in usertests coptest asynctest threadtest; do
   for smp in 1 2; do
     log=$LOGS/$prog-smp$smp.log
     run_qemu "$log" "$smp" 256M "user=$prog"

@@ -25,7 +25,15 @@ int kill(int pid);
 long brk(void *addr);   // the new break, or -ENOMEM; brk(0) returns the current break
 long uptime(void);
 long kstat(int what);
-long uwait(void);                 // block until a user interrupt is pending (the runtime uses it)
+long uwait(void);
+// Raw thread calls (kernel/abi.h). Use uthread_create/uthread_join below.
+int thread_create(void (*entry)(void *), void *arg, void *stack_top);
+void thread_exit(int status) __attribute__((noreturn));
+int thread_join(int tid, int *status);
+// A thread running fn(arg) on a fresh 16 KiB stack; its return value becomes
+// its exit status. Call from one thread at a time (malloc is not thread-safe).
+int uthread_create(int (*fn)(void *), void *arg);
+int uthread_join(int tid, int *status);     // also frees the thread's stack                 // block until a user interrupt is pending (the runtime uses it)
 
 // ---- strings and memory ----
 size_t strlen(const char *s);

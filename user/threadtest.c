@@ -1,0 +1,111 @@
+// threadtest: user threads (thread_create / thread_exit / thread_join).
+// Threads of one process share its memory and run in parallel on several harts;
+// exit() from any thread ends the whole process; a fault in any thread kills it;
+// nothing is left behind.
+#include "ulib.h"
+#include "utest.h"
+
+#define NT 3
+static volatile long sums[NT];
+static volatile int started;
+
+static int summer(void *arg) {
+  long id = (long)arg, s = 0;
+  __atomic_fetch_add(&started, 1, __ATOMIC_SEQ_CST);
+  for (long i = 0; i < 200000; i++)
+    s += i % (id + 2);
+  sums[id] = s;
+  return (int)(100 + id);
+}
+
+static long expected(long id) {
+  long s = 0;
+  for (long i = 0; i < 200000; i++)
+    s += i % (id + 2);
+  return s;
+}
+
+static int spinner(void *arg) {
+  (void)arg;
+  for (;;)
+    ;
+  return 0;
+}
+
+static int exiter(void *arg) {
+  (void)arg;
+  exit(7);                                   // ends the whole process
+  return 0;
+}
+
+static int faulter(void *arg) {
+  (void)arg;
+  return *(volatile int *)0;                 // kills the whole process
+}
+
+static int child_mode(const char *mode) {
+  if (strcmp(mode, "--exit-from-thread") == 0) {
+    uthread_create(spinner, 0);
+    uthread_create(exiter, 0);
+    for (;;)
+      ;                                      // main spins too: exit must stop it
+  }
+  if (strcmp(mode, "--fault-in-thread") == 0) {
+    uthread_create(spinner, 0);
+    uthread_create(faulter, 0);
+    for (;;)
+      ;
+  }
+  return 100;
+}
+
+static int run_child(const char *mode) {
+  char *argv[] = { "threadtest", (char *)mode, 0 };
+  int pid = spawn("threadtest", (const char *const *)argv), status = -99;
+  if (pid < 0 || wait(pid, &status) != pid)
+    return -1000;
+  return status;
+}
+
+int main(int argc, char **argv) {
+  utest_prog = "threadtest";
+  if (argc > 1)
+    return child_mode(argv[1]);
+  int tids[NT];
+  for (long i = 0; i < NT; i++)
+    tids[i] = uthread_create(summer, (void *)i);
+  for (int i = 0; i < NT; i++)
+    check("create", tids[i] > 0, 1);
+  for (int i = 0; i < NT; i++) {
+    int status = -1;
+    check("join", uthread_join(tids[i], &status), 0);
+    check("join-status", status, 100 + i);
+    check("shared-memory-result", sums[i] == expected(i), 1);
+  }
+  check("all-started", started, NT);
+  int st;
+  check("join-again", thread_join(tids[0], &st), -ESRCH);
+  check("join-self", thread_join(0, &st), -EINVAL);
+  check("join-bad-tid", thread_join(99, &st), -ESRCH);
+  check("join-negative-tid", thread_join(-1, &st), -ESRCH);
+  int t = uthread_create(summer, (void *)0);
+  check("join-bad-status-pointer", thread_join(t, (int *)0x10), -EFAULT);
+  check("join-after-bad-pointer", uthread_join(t, &st), 0);
+  check("create-bad-stack", thread_create((void (*)(void *))0x10000, 0, (void *)0x80000000UL), -EINVAL);
+  check("create-misaligned-stack", thread_create((void (*)(void *))0x10000, 0, (void *)0x7fee0008UL), -EINVAL);
+
+  // Leak check across processes whose threads end in every way. (Baseline here:
+  // this process's own heap has grown for thread stacks and stays grown.)
+  long free0 = kstat(KSTAT_FREE_PAGES), objs0 = kstat(KSTAT_KMALLOC_OBJECTS);
+  check("exit-from-thread-ends-process", run_child("--exit-from-thread"), 7);
+  check("fault-in-thread-kills-process", run_child("--fault-in-thread"), -1);
+
+  int same = 0;
+  for (int i = 0; i < 50 && !same; i++) {
+    same = kstat(KSTAT_FREE_PAGES) == free0 && kstat(KSTAT_KMALLOC_OBJECTS) == objs0;
+    if (!same)
+      sleep(10);
+  }
+  check("children-left-nothing", same, 1);
+  return utest_summary();
+}
