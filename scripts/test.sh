@@ -116,6 +116,15 @@ tally "priotest/" "$log" "priotest: PASS " "priotest: FAIL "
 grep -q "coral: init (pid 1) exited with status 0" "$log" ||
   fail "priotest/run" "priotest did not end with status 0 (see $log)"
 
+# ---- alloc_cpu: one process's executor on two threads (needs 2 harts or more) ----
+for smp in 2 4; do
+  log=$LOGS/cputest-smp$smp.log
+  run_qemu "$log" "$smp" 256M "user=cputest"
+  tally "cputest-smp$smp/" "$log" "cputest: PASS " "cputest: FAIL "
+  grep -q "coral: init (pid 1) exited with status 0" "$log" ||
+    fail "cputest-smp$smp/run" "cputest did not end with status 0 (see $log)"
+done
+
 # ---- 2c. the paper's two example programs run to completion ----
 for demo in "prodcons:prodcons: produced 12, consumed 12" "asyncread:(fast path, interrupts:"; do
   prog=${demo%%:*} want=${demo#*:}

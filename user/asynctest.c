@@ -93,26 +93,37 @@ static void test_sleep_order(void) {
 }
 
 // ---- overflow: 300 completions while the process holds them off ----
+// 300 coroutines each submit an async one-byte read on one empty pipe, so none
+// can complete until main -- already holding completions off -- writes 300
+// bytes. No timing is involved.
 #define FLOOD 300
 static volatile int flood_done;
-static void flood_sleeper(void *arg) {
+static int fp[2];
+static void flood_reader(void *arg) {
   (void)arg;
-  if (cops_async(SYS_sleep, 30, 0, 0) == 0)
+  char b;
+  if (cops_async(SYS_read, fp[0], (long)&b, 1) == 1)
     flood_done++;
   if (flood_done == FLOOD)
     cops_wake(main_cid);
 }
 
 static void test_overflow(void) {
+  static char bytes[FLOOD];
+  pipe(fp);
   flood_done = 0;
   long overflows = kstat(KSTAT_RING_OVERFLOWS);
   for (int i = 0; i < FLOOD; i++)
-    cops_spawn_stackful(flood_sleeper, 0, 3);
-  cops_yield();                          // all 300 submit their sleep and block
+    cops_spawn_stackful(flood_reader, 0, 3);
+  cops_yield();                          // all 300 submit their read and block
+  check("overflow-all-pending", flood_done, 0);
   cops_hold_completions(1);              // now the runtime will not drain
-  long until = uptime() + 150;
-  while (uptime() < until)
-    ;                                    // spin: completions pile up
+  write(fp[1], bytes, FLOOD);            // completes all 300 reads
+  // Wait for the event (a full ring and the rest held in the kernel), with
+  // 10 s as a safety net only.
+  long until = uptime() + 10000;
+  while (uptime() < until && kstat(KSTAT_RING_OVERFLOWS) - overflows < FLOOD - RING_ENTRIES)
+    ;
   check("overflow-ring-full", ((struct completion_ring *)USER_RING)->tail -
                                   ((struct completion_ring *)USER_RING)->head, RING_ENTRIES);
   check("overflow-kernel-held-the-rest", kstat(KSTAT_RING_OVERFLOWS) - overflows,
@@ -121,6 +132,8 @@ static void test_overflow(void) {
   while (flood_done < FLOOD)
     cops_block();
   check("overflow-none-lost", flood_done, FLOOD);
+  close(fp[0]);
+  close(fp[1]);
 }
 
 // ---- the interrupted code continues untouched ----

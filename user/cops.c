@@ -15,7 +15,41 @@
 _Static_assert(sizeof(struct executor) <= 4096, "the executor must fit its page");
 _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch.S uses this offset");
 
-static struct co *current;         // the coroutine this (only) thread is running
+// Per-thread runtime state, found through tp (each thread of the process runs
+// the executor loop; alloc_cpu adds threads).
+struct cops_thread {
+  struct co *cur;                  // the coroutine this thread is running
+  volatile int crit;               // critical-section depth (see below)
+  volatile int drain_due;          // the handler found crit > 0
+  int pending_ops;                 // async calls this thread submitted, not done
+  int uintr_on;                    // this thread's user interrupts are enabled
+};
+
+static struct cops_thread main_thread;
+static struct cops_thread helper_threads[MAXTHREADS_ABI];
+static int nhelpers;
+static volatile int running_threads;   // threads inside a coroutine right now
+
+static inline struct cops_thread *me(void) {
+  struct cops_thread *t;
+  __asm__ volatile("mv %0, tp" : "=r"(t));
+  return t;
+}
+
+static inline void set_me(struct cops_thread *t) { __asm__ volatile("mv tp, %0" :: "r"(t)); }
+
+#define current (me()->cur)
+
+// Small spinlocks for state shared between threads. Each is only ever taken
+// inside a critical section, so this thread's own interrupt handler can never
+// spin on a lock the code it interrupted holds.
+static void lock(volatile uint64_t *l) {
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(l, __ATOMIC_RELAXED))
+      ;
+}
+static void unlock(volatile uint64_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+static volatile uint64_t ops_lock, drain_lock;
 
 // ---- critical sections and the user-interrupt handler ----
 // The handler must never touch the executor or the list of pending operations
@@ -23,8 +57,6 @@ static struct co *current;         // the coroutine this (only) thread is runnin
 // deadlock on the executor lock, or corrupt the list). Every runtime operation on
 // them runs inside crit_enter/crit_exit; a handler that finds crit > 0 only
 // notes that a drain is due, and crit_exit does it. No lock, no masking.
-static volatile int crit;
-static volatile int drain_due;
 static uint64_t uintr_entries;
 
 #define RING ((struct completion_ring *)USER_RING)
@@ -40,39 +72,46 @@ struct async_op {
   cid_t cid;
   long result;
   volatile int done;
+  struct cops_thread *owner;       // the thread that submitted it
 };
 static struct async_op *inflight;   // operations submitted and not completed yet
 
 static void drain(void);
 
 static inline void crit_enter(void) {
-  crit++;
+  me()->crit++;
   __asm__ volatile("" ::: "memory");
 }
 
 static inline void crit_exit(void) {
   __asm__ volatile("" ::: "memory");
-  if (--crit == 0 && drain_due)
+  struct cops_thread *t = me();
+  if (--t->crit == 0 && t->drain_due)
     drain();
 }
 
 // Take every completion out of the ring, hand each result to its operation and
 // wake the coroutine that waits for it.
 static void drain(void) {
-  crit++;
+  struct cops_thread *self = me();
+  self->crit++;
+  lock(&drain_lock);                // one consumer of the ring at a time
   do {
-    drain_due = 0;
+    self->drain_due = 0;
     uint32_t h = RING->head, t = __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE);
     for (; h != t; h++) {
       struct ring_entry e = RING->e[h % RING_ENTRIES];
+      lock(&ops_lock);
       for (struct async_op **pp = &inflight; *pp; pp = &(*pp)->next)
         if ((*pp)->cid == e.cid) {
           struct async_op *op = *pp;
           *pp = op->next;
           op->result = e.result;
-          op->done = 1;
+          __atomic_fetch_sub(&op->owner->pending_ops, 1, __ATOMIC_SEQ_CST);
+          __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
           break;
         }
+      unlock(&ops_lock);
       V->exec_wake(EX, e.cid);
     }
     __atomic_store_n(&RING->head, h, __ATOMIC_RELEASE);
@@ -80,8 +119,9 @@ static void drain(void) {
     // to the kernel; uwait returns at once when any wait, and brings them in.
     if (RING->waiting)
       uwait();
-  } while (drain_due || RING->head != __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE));
-  crit--;
+  } while (self->drain_due || RING->head != __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE));
+  unlock(&drain_lock);
+  self->crit--;
 }
 
 void cops_uintr_handler(void) {
@@ -89,28 +129,27 @@ void cops_uintr_handler(void) {
   // Clear USIP first: a completion posted after this raises it again, so none is
   // missed between the drain and the uret.
   __asm__ volatile("csrc " CSR_UIP_NUM ", %0" :: "r"(1UL));
-  if (crit)
-    drain_due = 1;
+  struct cops_thread *t = me();
+  if (t->crit)
+    t->drain_due = 1;
   else
     drain();
 }
 
 extern void cops_uintr_entry(void);
-static int uintr_enabled;
-
-// Point utvec at the entry and enable user software interrupts (three emulated
-// CSR writes; done on the first async call, so programs that never make one pay
-// nothing).
+// Point utvec at the entry and enable user software interrupts in this thread
+// (three emulated CSR writes; done on a thread's first async call, so programs
+// that never make one pay nothing). The u-CSRs are per thread.
 static void uintr_enable(void) {
   __asm__ volatile("csrw " CSR_UTVEC_NUM ", %0" :: "r"((uint64_t)cops_uintr_entry));
   __asm__ volatile("csrs " CSR_UIE_NUM ", %0" :: "r"(1UL));
   __asm__ volatile("csrs " CSR_USTATUS_NUM ", %0" :: "r"(1UL));
-  uintr_enabled = 1;
 }
 
 uint64_t cops_uintr_count(void) { return uintr_entries; }
 
 void cops_hold_completions(int hold) {
+  // (On the calling thread; tests use it single-threaded.)
   if (hold)
     crit_enter();
   else
@@ -132,25 +171,34 @@ static long raw_async(uint64_t nr, long a0, long a1, long a2, long prio, cid_t c
 long cops_async(uint64_t nr, long a0, long a1, long a2) {
   if (!current || current->kind != CO_STACKFUL)
     return -EINVAL;              // the caller must be able to block
-  if (!uintr_enabled)
+  struct cops_thread *self = me();
+  if (!self->uintr_on) {           // remembered here: reading ustatus would trap
     uintr_enable();
-  struct async_op op = { .cid = co_cid_inline(current), .done = 0 };
+    self->uintr_on = 1;
+  }
+  struct async_op op = { .cid = co_cid_inline(current), .done = 0, .owner = self };
   crit_enter();
+  lock(&ops_lock);
   op.next = inflight;
   inflight = &op;
+  self->pending_ops++;
+  unlock(&ops_lock);
   crit_exit();
   long r = raw_async(nr, a0, a1, a2, current->prio, op.cid);
   if (r != -EINPROGRESS) {       // done at once (fast path) or refused
     crit_enter();
+    lock(&ops_lock);
     for (struct async_op **pp = &inflight; *pp; pp = &(*pp)->next)
       if (*pp == &op) {
         *pp = op.next;
+        self->pending_ops--;
         break;
       }
+    unlock(&ops_lock);
     crit_exit();
     return r;
   }
-  while (!op.done)
+  while (!__atomic_load_n(&op.done, __ATOMIC_ACQUIRE))
     cops_block();
   return op.result;
 }
@@ -239,7 +287,79 @@ static void main_body(void *arg) {
   main_done = 1;
 }
 
+// The executor loop, run by the main thread and by every thread alloc_cpu adds.
+static int run_loop(void) {
+  struct cops_thread *self = me();
+  struct co *prev = 0;
+  int res = 0;
+  for (;;) {
+    crit_enter();
+    struct co *c = V->exec_next(EX, prev, res);
+    crit_exit();
+    if (!c) {
+      prev = 0;
+      *RUNNING_PRIO = COPS_NPRIO;
+      if (self->pending_ops > 0) {
+        // Nothing ready, but this thread's async calls are out: sleep in the
+        // kernel until a completion raises a user interrupt in this thread.
+        uwait();
+        continue;
+      }
+      if (nhelpers > 0 || inflight || running_threads > 0) {
+        // Another thread may still make work (or complete someone's call).
+        sleep(1);
+        continue;
+      }
+      struct exec_stats st;
+      cops_stats(&st);
+      fprintf(STDERR, "cops: deadlock: %u coroutines blocked, none ready, no async call pending\n",
+              st.blocked);
+      return -1;
+    }
+    // Tell the kernel what we run (it ranks processes by it), and step aside if
+    // the kernel or another process has better work than this coroutine (COPS:
+    // cooperation through the global bitmap in the read-only vvar page).
+    *RUNNING_PRIO = c->prio;
+    if ((VVAR->global_bitmap | VVAR->kernel_bitmap) & ((1ULL << c->prio) - 1))
+      yield();
+    __atomic_fetch_add(&running_threads, 1, __ATOMIC_SEQ_CST);
+    self->cur = c;
+    res = c->kind == CO_STACKFUL ? stackful_resume(c->arg) : c->poll(c->arg);
+    self->cur = 0;
+    __atomic_fetch_sub(&running_threads, 1, __ATOMIC_SEQ_CST);
+    prev = c;
+    if (main_done) {
+      if (self != &main_thread)
+        exit(main_status);         // main finished on a helper: end the process here
+      return main_status;          // returning from main ends the program
+    }
+  }
+}
+
+static int helper_entry(void *arg) {
+  set_me((struct cops_thread *)arg);
+  return run_loop();
+}
+
+int cops_thread_index(void) {
+  struct cops_thread *t = me();
+  return t == &main_thread ? 0 : (int)(t - helper_threads) + 1;
+}
+
+int cops_alloc_cpu(int n) {
+  int made = 0;
+  for (; made < n && nhelpers < MAXTHREADS_ABI - 1; made++) {
+    struct cops_thread *t = &helper_threads[nhelpers];
+    int tid = uthread_create(helper_entry, t);
+    if (tid < 0)
+      break;
+    nhelpers++;
+  }
+  return made;
+}
+
 int cops_start(int argc, char **argv) {
+  set_me(&main_thread);
   if (V->magic != VDSO_MAGIC || V->version != VDSO_VERSION) {
     fprintf(STDERR, "cops: no usable vDSO at %p\n", (void *)USER_VDSO);
     return -1;
@@ -256,38 +376,5 @@ int cops_start(int argc, char **argv) {
                    main_body, &args, 0, 0);
   if (V->exec_spawn(EX, stackful_poll, &main_sf, COPS_MAIN_PRIO, CO_STACKFUL) < 0)
     return -1;
-  struct co *prev = 0;
-  int res = 0;
-  for (;;) {
-    crit_enter();
-    struct co *c = V->exec_next(EX, prev, res);
-    crit_exit();
-    if (!c) {
-      prev = 0;
-      *RUNNING_PRIO = COPS_NPRIO;
-      if (inflight) {
-        // Nothing ready, but async calls are out: sleep in the kernel until a
-        // completion raises a user interrupt (its handler wakes the waiter).
-        uwait();
-        continue;
-      }
-      struct exec_stats st;
-      cops_stats(&st);
-      fprintf(STDERR, "cops: deadlock: %u coroutines blocked, none ready, no async call pending\n",
-              st.blocked);
-      return -1;
-    }
-    // Tell the kernel what we run (it ranks processes by it), and step aside if
-    // the kernel or another process has better work than this coroutine (COPS:
-    // cooperation through the global bitmap in the read-only vvar page).
-    *RUNNING_PRIO = c->prio;
-    if ((VVAR->global_bitmap | VVAR->kernel_bitmap) & ((1ULL << c->prio) - 1))
-      yield();
-    current = c;
-    res = c->kind == CO_STACKFUL ? stackful_resume(c->arg) : c->poll(c->arg);
-    current = 0;
-    prev = c;
-    if (main_done)
-      return main_status;          // returning from main ends the program
-  }
+  return run_loop();
 }

@@ -476,6 +476,8 @@ static struct header base;     // a zero-size block that anchors the list
 static struct header *freep;   // where the last search stopped
 
 // Extends the heap by at least `units` and puts the new block on the free list.
+static void free_unlocked(void *ptr);
+
 static struct header *morecore(size_t units)
 {
   if (units < GROW_UNITS)
@@ -492,11 +494,11 @@ static struct header *morecore(size_t units)
     return NULL;
   struct header *h = (struct header *)start;
   h->units = units;
-  free(h + 1);
+  free_unlocked(h + 1);             // the caller (malloc) holds the lock
   return freep;
 }
 
-void *malloc(size_t n)
+static void *malloc_unlocked(size_t n)
 {
   // Nothing larger than the whole heap area can succeed, and the check keeps
   // the unit computation below from overflowing.
@@ -533,7 +535,7 @@ void *malloc(size_t n)
   }
 }
 
-void free(void *ptr)
+static void free_unlocked(void *ptr)
 {
   if (ptr == NULL)
     return;
@@ -590,6 +592,27 @@ void *realloc(void *ptr, size_t n)
   memcpy(q, ptr, have);
   free(ptr);
   return q;
+}
+
+// The allocator is shared by every thread of the process (alloc_cpu threads,
+// the executor growing its slot table on any of them): one spinlock around it.
+static volatile int malloc_lock;
+
+void *malloc(size_t n)
+{
+  while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
+    ;
+  void *p = malloc_unlocked(n);
+  __atomic_store_n(&malloc_lock, 0, __ATOMIC_RELEASE);
+  return p;
+}
+
+void free(void *ptr)
+{
+  while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
+    ;
+  free_unlocked(ptr);
+  __atomic_store_n(&malloc_lock, 0, __ATOMIC_RELEASE);
 }
 
 // ---- threads ----

@@ -8,7 +8,7 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \

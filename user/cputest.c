@@ -1,0 +1,75 @@
+// cputest: alloc_cpu. One more thread runs this process's executor, so its
+// coroutines run on two harts at once (run with 2 harts or more): both threads
+// must execute coroutines, results must be right, an async call made on the
+// other thread than the one main is blocking must complete through that
+// thread's interrupt, and the executor's invariants must hold afterwards.
+// (Coroutines move between threads freely: main itself may run on either.)
+#include "cops.h"
+#include "ulib.h"
+#include "utest.h"
+
+#define NCO 8
+static volatile long results[NCO];
+static volatile int ran_on[2], done;
+static cid_t main_cid;
+
+// Computes in segments; each segment counts for the thread that runs it (a
+// coroutine may continue on either thread after a yield).
+static long work(long seed) {
+  long x = seed;
+  for (long i = 0; i < 400000; i++) {
+    x = x * 6364136223846793005L + 1442695040888963407L;
+    if (i % 50000 == 0) {
+      __atomic_fetch_add(&ran_on[cops_thread_index() ? 1 : 0], 1, __ATOMIC_SEQ_CST);
+      cops_yield();
+    }
+  }
+  return x;
+}
+
+static void worker(void *arg) {
+  long id = (long)arg;
+  results[id] = work(id);
+  if (__atomic_add_fetch(&done, 1, __ATOMIC_SEQ_CST) == NCO)
+    cops_wake(main_cid);
+}
+
+static volatile long async_result = -1;
+static volatile int async_thread = -1;
+static void async_on_helper(void *arg) {
+  (void)arg;
+  async_thread = cops_thread_index();
+  async_result = cops_async(SYS_sleep, 5, 0, 0);
+  cops_wake(main_cid);
+}
+
+int main(void) {
+  utest_prog = "cputest";
+  main_cid = cops_current();
+  check("alloc-cpu-1", cops_alloc_cpu(1), 1);
+  for (long i = 0; i < NCO; i++)
+    cops_spawn_stackful(worker, (void *)i, 3);
+  while (done < NCO)
+    cops_block();
+  int right = 1;
+  for (long i = 0; i < NCO; i++) {
+    long x = i;
+    for (long k = 0; k < 400000; k++)
+      x = x * 6364136223846793005L + 1442695040888963407L;
+    right &= results[i] == x;
+  }
+  check("results-right", right, 1);
+  check("main-thread-ran-coroutines", ran_on[0] > 0, 1);
+  check("added-thread-ran-coroutines", ran_on[1] > 0, 1);
+  cops_spawn_stackful(async_on_helper, 0, 3);
+  int blocked_thread = cops_thread_index();
+  sleep(30);                       // synchronous: the thread running main blocks, so
+                                   // only the other thread can run the new coroutine
+  while (async_result == -1)
+    cops_block();
+  check("async-on-the-other-thread", async_thread != blocked_thread, 1);
+  check("async-on-the-other-thread-result", async_result, 0);
+  char why[128];
+  check("invariants", cops_check(why, sizeof why), 0);
+  return utest_summary();
+}
