@@ -61,6 +61,7 @@ full=$(value yield_resume_fullsave)
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
       process_switch_yield) what="user: one process switch, two processes calling yield() in turn" ;;
+      thread_switch_yield) what="user: one thread switch, two threads of a process calling yield() in turn" ;;
       *) what="" ;;
     esac
     echo "| $name | $val | $unit | $what |"

@@ -142,6 +142,32 @@ static void yielder_process(void) {
     report("process_switch_yield", t, 2 * N);
 }
 
+// ---- a thread switch: two threads of this process yield() to each other ----
+static volatile uint64_t thread_t0, thread_t1;
+static int thread_yielder(void *arg) {
+  int first = arg != 0;
+  yield();
+  if (first)
+    thread_t0 = instret();
+  for (int i = 0; i < N; i++)
+    yield();
+  if (first)
+    thread_t1 = instret();
+  return 0;
+}
+
+static void bench_thread_switch(void) {
+  int a = uthread_create(thread_yielder, (void *)1);
+  int b = uthread_create(thread_yielder, 0);
+  int st;
+  sleep(1000);                       // the main thread steps aside (it blocks in the kernel)
+  uthread_join(a, &st);
+  uthread_join(b, &st);
+  // Between the first thread's first and last yield, both threads switched
+  // about 2N times (one hart: instret counts both).
+  report("thread_switch_yield", thread_t1 - thread_t0, 2 * N);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--yielder") == 0) {
     yielder_process();
@@ -154,6 +180,7 @@ int main(int argc, char **argv) {
   bench_stackful_switch();
   bench_async_roundtrip();
   bench_process_switch();
+  bench_thread_switch();
   printf("BENCH USER DONE\n");
   return 0;
 }
