@@ -67,7 +67,7 @@ full=$(value yield_resume_fullsave)
     echo "| $name | $val | $unit | $what |"
   done
   echo
-  echo "## Against the foundation issue's targets"
+  echo "## Against the issues' targets"
   echo
   echo "| target | measured | |"
   echo "|---|---|---|"
