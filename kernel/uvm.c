@@ -24,28 +24,10 @@ pte_t *uvm_create(void) {
   return root;
 }
 
-// The leaf PTE for user va, creating tables if asked. NULL if absent / no memory.
+// The 4 KiB leaf PTE for user va (user mappings use no larger pages), creating
+// tables if asked. NULL if va is not a user address, absent, or no memory.
 static pte_t *walk(pte_t *root, uint64_t va, int create) {
-  if (va >= USER_VA_END)
-    return 0;
-  pte_t *table = root;
-  for (int level = 2; level > 0; level--) {
-    pte_t *pte = &table[VPN(va, level)];
-    if (*pte & PTE_V) {
-      if (*pte & (PTE_R | PTE_W | PTE_X))
-        return 0;                    // user mappings are 4 KiB pages only
-      table = (pte_t *)PTE2PA(*pte);
-    } else {
-      if (!create)
-        return 0;
-      pte_t *next = palloc_zero(1);
-      if (!next)
-        return 0;
-      *pte = PA2PTE((uint64_t)next) | PTE_V;
-      table = next;
-    }
-  }
-  return &table[VPN(va, 0)];
+  return va < USER_VA_END ? pt_walk(root, va, 0, create) : 0;
 }
 
 void uvm_dealloc(pte_t *root, uint64_t start, uint64_t end) {

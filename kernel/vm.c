@@ -19,20 +19,20 @@ extern char _kernel_start[], _etext[], _erodata[];
 static pte_t *kroot;
 
 // Find (creating if asked) the PTE for va at `level` (0 = 4 KiB leaf, 1 = 2 MiB).
-static pte_t *walk(pte_t *root, uint64_t va, int level, int create) {
+pte_t *pt_walk(pte_t *root, uint64_t va, int level, int create) {
   pte_t *table = root;
   for (int l = LEVELS - 1; l > level; l--) {
     pte_t *pte = &table[VPN(va, l)];
     if (*pte & PTE_V) {
       if (*pte & (PTE_R | PTE_W | PTE_X))
-        kpanic("vm: %p already covered by a larger page", (void *)va);
+        return 0;                      // a larger page is in the way
       table = (pte_t *)PTE2PA(*pte);
     } else {
       if (!create)
         return 0;
       pte_t *next = palloc_zero(1);
       if (!next)
-        kpanic("vm: out of memory for page tables");
+        return 0;
       *pte = PA2PTE((uint64_t)next) | PTE_V;
       table = next;
     }
@@ -44,7 +44,9 @@ static void map_range(pte_t *root, uint64_t va, uint64_t pa, uint64_t size, uint
   uint64_t end = va + size;
   while (va < end) {
     int mega = (va % MEGA) == 0 && (pa % MEGA) == 0 && end - va >= MEGA;
-    pte_t *pte = walk(root, va, mega ? 1 : 0, 1);
+    pte_t *pte = pt_walk(root, va, mega ? 1 : 0, 1);
+    if (!pte)
+      kpanic("vm: cannot map %p (out of memory, or a larger page in the way)", (void *)va);
     if (*pte & PTE_V)
       kpanic("vm: remap of %p", (void *)va);
     // A and D preset: the kernel never relies on the hardware setting them.

@@ -27,6 +27,10 @@ void kvm_init(const struct board *b);
 void kvm_enable_hart(void);
 // The kernel virtual address of a device register block.
 static inline volatile void *mmio(uint64_t pa) { return (volatile void *)(KMMIO_BASE + pa); }
+// The PTE for va at `level` (0: 4 KiB leaf, 1: 2 MiB) in the table at root,
+// creating intermediate tables if asked. NULL if absent, out of memory, or a
+// larger page covers va. Shared by the kernel map and user address spaces.
+pte_t *pt_walk(pte_t *root, uint64_t va, int level, int create);
 // Walk the kernel page table (tests and fault reports). Returns the leaf PTE or 0.
 pte_t kvm_lookup(uint64_t va);
 
