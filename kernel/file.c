@@ -17,10 +17,6 @@ struct pipe {
 };
 
 static struct spinlock ftable_lock = SPINLOCK_INIT("files");
-static uint64_t live_files;
-
-uint64_t file_live_count(void) { return live_files; }
-
 static struct file *file_new(enum file_type type, struct pipe *pi) {
   struct file *f = kmalloc(sizeof *f);
   if (!f)
@@ -28,9 +24,6 @@ static struct file *file_new(enum file_type type, struct pipe *pi) {
   f->type = type;
   f->ref = 1;
   f->pipe = pi;
-  spin_lock(&ftable_lock);
-  live_files++;
-  spin_unlock(&ftable_lock);
   return f;
 }
 
@@ -46,8 +39,6 @@ struct file *file_dup(struct file *f) {
 void file_close(struct file *f) {
   spin_lock(&ftable_lock);
   int last = --f->ref == 0;
-  if (last)
-    live_files--;
   spin_unlock(&ftable_lock);
   if (!last)
     return;
@@ -80,24 +71,12 @@ int pipe_create(struct file **rd, struct file **wr) {
   *rd = file_new(F_PIPE_READ, pi);
   *wr = file_new(F_PIPE_WRITE, pi);
   if (!*rd || !*wr) {
-    if (*rd)
-      kfree(*rd);
-    if (*wr)
-      kfree(*wr);
-    spin_lock(&ftable_lock);
-    live_files -= (*rd != 0) + (*wr != 0);
-    spin_unlock(&ftable_lock);
+    kfree(*rd);
+    kfree(*wr);
     kfree(pi);
     return -ENOMEM;
   }
   return 0;
-}
-
-void file_wake_all(struct file *f) {
-  if (f->pipe) {
-    waitq_wake_all(&f->pipe->can_read);
-    waitq_wake_all(&f->pipe->can_write);
-  }
 }
 
 // ---- pipes ----

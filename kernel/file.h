@@ -28,8 +28,5 @@ int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
 // killed (may be NULL) is polled while blocked: a kill ends the wait with -EINTR.
 long file_read(struct file *f, pte_t *pt, uint64_t uva, long n, int may_block, volatile int *killed);
 long file_write(struct file *f, pte_t *pt, uint64_t uva, long n, int may_block, volatile int *killed);
-// Wake whoever waits on f (used by kill).
-void file_wake_all(struct file *f);
-uint64_t file_live_count(void);               // open file objects (tests)
 
 #endif

@@ -23,10 +23,6 @@
 #include "uintr.h"
 #include "prio.h"
 
-static uint64_t kills_by_fault;
-
-uint64_t switcher_fault_kills(void) { return kills_by_fault; }
-
 // A process of equal or better priority is waiting for a hart (equal: round
 // robin among equals at each tick or yield).
 static int others_waiting(uint32_t my_prio) { return proc_runq_best() <= my_prio; }
@@ -110,7 +106,6 @@ static enum run_end run_thread(struct thread *t) {
       intr_on();
       kprintf("coral: pid %d (%s) thread %d killed: %s at pc %p, stval %p\n", p->pid, p->name,
               t->tid, trap_exception_name(cause), (void *)t->uc.pc, (void *)stval);
-      __atomic_fetch_add(&kills_by_fault, 1, __ATOMIC_RELAXED);
       proc_terminate(p, -1);    // a faulting thread takes its process down
       return stop(t, -1);
     }

@@ -4,5 +4,4 @@
 #include <stdint.h>
 #define SWITCHER_PRIO 6      // while idle; running a process, a switcher takes its priority
 void switcher_start(void);   // one per online hart
-uint64_t switcher_fault_kills(void);
 #endif

@@ -160,19 +160,3 @@ void uvm_activate(pte_t *root) {
   sfence_vma();
 }
 
-uint64_t uvm_pages(pte_t *root) {
-  uint64_t n = 0;
-  for (uint64_t i = 0; i < USER_ROOT_ENTRIES; i++) {
-    if (!(root[i] & PTE_V))
-      continue;
-    pte_t *l1 = (pte_t *)PTE2PA(root[i]);
-    for (int j = 0; j < 512; j++) {
-      if (!(l1[j] & PTE_V))
-        continue;
-      pte_t *l0 = (pte_t *)PTE2PA(l1[j]);
-      for (int k = 0; k < 512; k++)
-        n += (l0[k] & PTE_V) != 0;
-    }
-  }
-  return n;
-}

@@ -35,6 +35,5 @@ int copyin(pte_t *root, void *dst, uint64_t src, size_t len);          // 0 or -
 // Returns its length, -EFAULT, or -ENAMETOOLONG if no NUL within max bytes.
 long copyinstr(pte_t *root, char *dst, uint64_t src, size_t max);
 void uvm_activate(pte_t *root);                             // load satp (root NULL: kernel)
-uint64_t uvm_pages(pte_t *root);                            // user pages mapped (tests)
 
 #endif

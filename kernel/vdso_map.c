@@ -15,8 +15,6 @@ extern const char _vdso_start[], _vdso_end[];
 static char *image;        // page-aligned copy
 static uint64_t npages;
 
-uint64_t vdso_pages(void) { return npages; }
-
 int vdso_init(void) {
   size_t size = (size_t)(_vdso_end - _vdso_start);
   const struct vdso_table *t = (const struct vdso_table *)_vdso_start;

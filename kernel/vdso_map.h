@@ -6,5 +6,4 @@
 int vdso_init(void);                 // boot: copy and check the image; 0 or -1
 // Map the vDSO (R+X, shared) and a fresh executor page (R+W) into a process.
 int vdso_map(pte_t *pagetable);
-uint64_t vdso_pages(void);
 #endif

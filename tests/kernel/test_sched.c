@@ -7,58 +7,51 @@
 #include "waitq.h"
 
 // ---- dispatch order on the real kernel executor ----
-#define ORDER_N 24
-static volatile uint32_t order_len;
-static int order_log[ORDER_N];
+// Each coroutine appends its id to the log when it runs, then exits.
+#define LOG_MAX 40
+static volatile uint32_t log_len;
+static int run_log[LOG_MAX];
 
 struct order_arg { int id; };
-static struct order_arg order_args[ORDER_N];
+static struct order_arg order_args[LOG_MAX];
 
-static int order_poll(void *arg) {
-  uint32_t i = __atomic_fetch_add(&order_len, 1, __ATOMIC_SEQ_CST);
-  if (i < ORDER_N)
-    order_log[i] = ((struct order_arg *)arg)->id;
+static int record_poll(void *arg) {
+  uint32_t i = __atomic_fetch_add(&log_len, 1, __ATOMIC_SEQ_CST);
+  if (i < LOG_MAX)
+    run_log[i] = ((struct order_arg *)arg)->id;
   return CO_DONE;
 }
 
+#define ORDER_N 24
 // Spawn 3 coroutines per priority, lowest priority first, while this test holds
 // the hart: when it blocks they must run best priority first, FIFO within one.
 KTEST(priority_order) {
   ktest_hold_other_harts();
-  order_len = 0;
+  log_len = 0;
   for (int i = 0; i < ORDER_N; i++) {
     int prio = 7 - i / 3;
     order_args[i].id = prio * 10 + i % 3;
-    KCHECK(kco_spawn(order_poll, &order_args[i], (uint32_t)prio) > 0);
+    KCHECK(kco_spawn(record_poll, &order_args[i], (uint32_t)prio) > 0);
   }
-  KCHECK(ktest_wait_count(&order_len, ORDER_N, 5000));
+  KCHECK(ktest_wait_count(&log_len, ORDER_N, 5000));
   ktest_release_other_harts();
   for (int i = 0; i < ORDER_N; i++)
-    KCHECK_EQ(order_log[i], (i / 3) * 10 + i % 3);
+    KCHECK_EQ(run_log[i], (i / 3) * 10 + i % 3);
 }
 
-#define FIFO_N 40
-static struct order_arg fifo_args[FIFO_N];
-static int fifo_log[FIFO_N];
-static volatile uint32_t fifo_len;
-static int fifo_poll(void *arg) {
-  uint32_t i = __atomic_fetch_add(&fifo_len, 1, __ATOMIC_SEQ_CST);
-  if (i < FIFO_N)
-    fifo_log[i] = ((struct order_arg *)arg)->id;
-  return CO_DONE;
-}
+#define FIFO_N LOG_MAX
 
 KTEST(fifo_within_priority) {
   ktest_hold_other_harts();
-  fifo_len = 0;
+  log_len = 0;
   for (int i = 0; i < FIFO_N; i++) {
-    fifo_args[i].id = i;
-    KCHECK(kco_spawn(fifo_poll, &fifo_args[i], 5) > 0);
+    order_args[i].id = i;
+    KCHECK(kco_spawn(record_poll, &order_args[i], 5) > 0);
   }
-  KCHECK(ktest_wait_count(&fifo_len, FIFO_N, 5000));
+  KCHECK(ktest_wait_count(&log_len, FIFO_N, 5000));
   ktest_release_other_harts();
   for (int i = 0; i < FIFO_N; i++)
-    KCHECK_EQ(fifo_log[i], i);
+    KCHECK_EQ(run_log[i], i);
 }
 
 // ---- no lost wakeup ----
