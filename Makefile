@@ -16,6 +16,8 @@ SMP     ?= 2
 MEM     ?= 256M
 ARGS    ?=
 GDBPORT ?= 1234
+# Host port that QEMU forwards to the guest's port 80 (matrixd).
+PORT    ?= 6201
 
 KCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
            -march=rv64imac_zicsr_zifencei -mabi=lp64 -mcmodel=medany \
@@ -31,8 +33,14 @@ KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/s
 KOBJ := $(patsubst %,$(BUILD)/%.o,$(KSRC))
 KERNEL := $(BUILD)/kernel.elf
 
+# The network card: virtio-net on virtio-mmio, modern interface (QEMU 7.2 offers
+# the legacy one unless told otherwise), behind QEMU's user-mode network with
+# host port $(PORT) forwarded to the guest's port 80.
+QEMUNET  = -global virtio-mmio.force-legacy=false \
+           -netdev user,id=net0,hostfwd=tcp:127.0.0.1:$(PORT)-:80 \
+           -device virtio-net-device,netdev=net0
 QEMUOPTS = -machine virt -bios $(OPENSBI) -kernel $(KERNEL) -nographic \
-           -smp $(SMP) -m $(MEM) -append "$(ARGS)"
+           -smp $(SMP) -m $(MEM) $(QEMUNET) -append "$(ARGS)"
 
 .PHONY: all deps qemu qemu-gdb test test-host bench-micro clean
 all: $(KERNEL)

@@ -26,15 +26,37 @@
 #define SYS_thread_create 16  // thread_create(void (*entry)(void *), void *arg, void *stack_top) -> tid
 #define SYS_thread_exit 17    // thread_exit(int status)           -> does not return
 #define SYS_thread_join 18    // thread_join(int tid, int *status)  -> 0
-#define NSYSCALL 19
+// TCP sockets (kernel/socket.c, over lwIP). IPv4 only; the address is always
+// the guest's own (10.0.2.15 under QEMU user networking).
+#define SYS_socket 19     // socket()                              -> fd of a new TCP socket
+#define SYS_bind 20       // bind(int fd, int port)                -> 0
+#define SYS_listen 21     // listen(int fd, int backlog)           -> 0
+#define SYS_accept 22     // accept(int fd)                        -> fd of the new connection
+#define SYS_recv 23       // recv(int fd, void *buf, long n)       -> bytes received, 0 = peer closed
+#define SYS_send 24       // send(int fd, const void *buf, long n) -> bytes queued (1..n)
+#define SYS_shutdown 25   // shutdown(int fd, int how)             -> 0; how: SHUT_RD/WR/RDWR
+#define SYS_setkmode 26   // setkmode(int mode)                    -> previous mode (KMODE_*)
+#define NSYSCALL 27
 
-// The asynchronous form of a call that may wait (read, write, sleep, wait):
+// shutdown() directions
+#define SHUT_RD 0
+#define SHUT_WR 1
+#define SHUT_RDWR 2
+
+// How the kernel serves this process's calls that must wait (setkmode; chosen at
+// run time, inherited by spawn). The user side picks coroutines or threads itself.
+#define KMODE_COROUTINE 0 // a stackless kernel coroutine per waiting call (default)
+#define KMODE_THREAD 1    // a stackful kernel coroutine per waiting call that blocks, as a kernel thread does
+#define KMODE_POLLER 2    // one kernel thread per process polls all of its waiting async calls
+
+// The asynchronous form of a call that may wait (read, write, sleep, wait,
+// accept, recv, send):
 // a7 = SYS_x | SYS_ASYNC, the usual arguments, a4 = the calling coroutine's
 // priority, a5 = its cid. Returns the result at once if nothing must wait (the
 // fast path), else -EINPROGRESS; the result then arrives as {cid, result} in the
 // completion ring, announced by a user software interrupt.
 #define SYS_ASYNC 0x10000
-#define MAXTHREADS_ABI 8      // threads per process, the main one included
+#define MAXTHREADS_ABI 512    // threads per process, the main one included
 
 // kstat() selectors: counters that user tests compare before and after.
 #define KSTAT_FREE_PAGES 1
@@ -44,7 +66,9 @@
 #define KSTAT_NPROCS 5
 #define KSTAT_UINTR_POSTED 6     // user interrupts raised for this process
 #define KSTAT_RING_OVERFLOWS 7   // completions that waited in the kernel for ring space
-#define KSTAT_COUNT 8            // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_SOCKETS 8          // sockets open in the whole kernel (listening + connections)
+#define KSTAT_TCP_PCBS 9         // lwIP TCP control blocks alive (including TIME_WAIT)
+#define KSTAT_COUNT 10           // selectors are 1 .. KSTAT_COUNT - 1
 
 // ---- errors (returned negated) ----
 #define EPERM 1
@@ -62,12 +86,18 @@
 #define EINVAL 22
 #define EMFILE 24
 #define EPIPE 32
+#define EADDRINUSE 98
+#define ENOTSOCK 88
+#define ECONNABORTED 103
+#define ECONNRESET 104
+#define EISCONN 106
+#define ENOTCONN 107
 #define ENAMETOOLONG 36
 #define ENOSYS 38
 #define EINPROGRESS 115
 
 // ---- limits ----
-#define NOFILE 16               // open descriptors per process
+#define NOFILE 1100             // open descriptors per process (a server holds one per connection)
 #define MAXARG 16               // argv entries for spawn
 #define MAXARGLEN 128           // bytes per argv string, including the NUL
 #define MAXNAME 32              // program name, including the NUL

@@ -76,9 +76,14 @@ if ! make -s all > "$LOGS/kernel.build.log" 2>&1; then
   exit 1
 fi
 
+# Every run has the network card (virtio-net, modern virtio-mmio) on QEMU's
+# user-mode network; QEMU_HOSTFWD adds a host port forward for the network tests.
+QEMU_HOSTFWD=
 run_qemu() {   # run_qemu LOG SMP MEM ARGS
   timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp "$2" -m "$3" -append "$4" < /dev/null > "$1" 2>&1
+    -nographic -smp "$2" -m "$3" -global virtio-mmio.force-legacy=false \
+    -netdev "user,id=net0$QEMU_HOSTFWD" -device virtio-net-device,netdev=net0 \
+    -append "$4" < /dev/null > "$1" 2>&1
 }
 
 # ---- 2. kernel tests on 1 and 4 harts ----

@@ -1,0 +1,40 @@
+// virtio-net over virtio-mmio (modern interface, virtio 1.x): one network card,
+// the first virtio-mmio slot whose device id is 1. Frames are plain Ethernet
+// frames; the virtio-net header is the driver's business.
+//
+// Receive: the device fills posted buffers and raises an interrupt; the handler
+// only wakes vnet_rx_waitq(). Whoever waits there (the network coroutine,
+// net/net.c) takes frames with vnet_rx_next and gives each buffer back with
+// vnet_rx_release, which posts it to the device again. Nothing polls while idle.
+// Transmit: vnet_tx_buf hands out a free buffer (reclaiming those the device
+// has finished with), the caller fills it and passes it to vnet_tx_submit.
+// All functions take the driver's own lock; any hart may call them.
+#ifndef VIRTIO_NET_H
+#define VIRTIO_NET_H
+#include <stddef.h>
+#include <stdint.h>
+#include "waitq.h"
+
+#define VNET_FRAME_MAX 1514          // Ethernet header + 1500-byte MTU, no FCS
+
+struct vnet_stats {
+  uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
+  uint64_t rx_dropped;               // frames the device reported with a bad length
+  uint64_t tx_full;                  // vnet_tx_buf found every buffer in flight
+  uint64_t irqs;
+};
+
+int vnet_init(void);                 // boot: 0, or -ENODEV/-EIO with a console message
+int vnet_present(void);              // 1 once vnet_init succeeded
+void vnet_mac(uint8_t mac[6]);
+struct waitq *vnet_rx_waitq(void);   // woken by the interrupt handler
+void vnet_intr(void);                // trap.c: the device's PLIC source fired
+
+uint8_t *vnet_rx_next(size_t *len);  // next received frame, or NULL if none
+void vnet_rx_release(uint8_t *frame);
+
+uint8_t *vnet_tx_buf(void);          // VNET_FRAME_MAX bytes, or NULL if all are in flight
+void vnet_tx_submit(uint8_t *buf, size_t len);
+
+void vnet_get_stats(struct vnet_stats *st);
+#endif
