@@ -8,6 +8,7 @@
 #include "kco.h"
 #include "sbi.h"
 #include "proc.h"
+#include "board.h"
 
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
 // Returns 1 if the key is present (with or without a value).
@@ -54,11 +55,21 @@ void userinit_exited(int pid, int status) {
 }
 
 // Start `init` (which starts the shell), or with user=PROG, `init PROG`, and
-// shut down with its status when it ends (the form the tests use).
-static int start_init(const char *prog) {
-  char *argv[3] = { "init", (char *)prog, 0 };
+// shut down with its status when it ends (the form the tests use). Commas in
+// PROG separate arguments: user=matrixd,-m,ktut runs `init matrixd -m ktut`.
+static int start_init(char *prog) {
+  char *argv[MAXARG + 1] = { "init" };
+  int argc = 1;
+  for (char *s = prog; s && *s && argc < MAXARG;) {
+    argv[argc++] = s;
+    while (*s && *s != ',')
+      s++;
+    if (*s)
+      *s++ = 0;
+  }
+  argv[argc] = 0;
   int err;
-  struct proc *p = proc_spawn("init", prog ? 2 : 1, argv, 0, &err);
+  struct proc *p = proc_spawn("init", argc, argv, 0, &err);
   if (!p) {
     kprintf("coral: cannot start init: error %d\n", err);
     return -1;
@@ -69,7 +80,7 @@ static int start_init(const char *prog) {
 }
 
 void start_main_job(const char *args) {
-  char val[64];
+  char val[BOARD_BOOTARGS_MAX];
   if (bootarg(args, "user", val, sizeof val)) {
     if (start_init(val) != 0)
       sbi_shutdown(1);

@@ -349,6 +349,12 @@ const char *errname(long err)
   case EINVAL: return "EINVAL";
   case EMFILE: return "EMFILE";
   case EPIPE: return "EPIPE";
+  case ENOTSOCK: return "ENOTSOCK";
+  case EADDRINUSE: return "EADDRINUSE";
+  case ECONNABORTED: return "ECONNABORTED";
+  case ECONNRESET: return "ECONNRESET";
+  case EISCONN: return "EISCONN";
+  case ENOTCONN: return "ENOTCONN";
   case ENAMETOOLONG: return "ENAMETOOLONG";
   case ENOSYS: return "ENOSYS";
   case EINPROGRESS: return "EINPROGRESS";

@@ -34,6 +34,16 @@ int thread_join(int tid, int *status);
 // its exit status. Call from one thread at a time (malloc is not thread-safe).
 int uthread_create(int (*fn)(void *), void *arg);
 int uthread_join(int tid, int *status);     // also frees the thread's stack                 // block until a user interrupt is pending (the runtime uses it)
+// TCP sockets (docs/ABI.md). A socket is a descriptor: close() ends it, and
+// read/write work on a connected one like recv/send.
+int socket(void);
+int bind(int fd, int port);
+int listen(int fd, int backlog);
+int accept(int fd);
+long recv(int fd, void *buf, long n);
+long send(int fd, const void *buf, long n);
+int shutdown(int fd, int how);
+int setkmode(int mode);       // KMODE_*: how the kernel serves calls that wait; returns the old mode
 
 // ---- strings and memory ----
 size_t strlen(const char *s);
