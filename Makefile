@@ -23,7 +23,7 @@ KCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
            -march=rv64imac_zicsr_zifencei -mabi=lp64 -mcmodel=medany \
            -ffreestanding -fno-builtin -fno-tree-loop-distribute-patterns \
            -fno-omit-frame-pointer -fno-stack-protector -fno-pie \
-           -Ikernel -Ivdso -Itests/kernel -MMD -MP
+           -Ikernel -Ivdso -Inet -Itests/kernel -MMD -MP
 KLDFLAGS := -nostdlib -static -no-pie -T linker.ld -Wl,--no-relax -Wl,--build-id=none
 
 # The kernel: its own sources, the shared executor from vdso/, and the in-kernel
@@ -31,6 +31,28 @@ KLDFLAGS := -nostdlib -static -no-pie -T linker.ld -Wl,--no-relax -Wl,--build-id
 KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/switch.S \
         $(wildcard tests/kernel/*.c)
 KOBJ := $(patsubst %,$(BUILD)/%.o,$(KSRC))
+
+# The network stack: our lwIP port and socket layer (net/), and lwIP 2.1.3
+# itself, fetched from Debian's source package into the build folder by
+# scripts/deps.sh (third-party source is never committed).
+LWIP_DIR := $(BUILD)/lwip-2.1.3
+LWIP_FILES := core/init.c core/def.c core/inet_chksum.c core/ip.c core/mem.c core/memp.c \
+              core/netif.c core/pbuf.c core/tcp.c core/tcp_in.c core/tcp_out.c core/timeouts.c \
+              core/ipv4/etharp.c core/ipv4/icmp.c core/ipv4/ip4.c core/ipv4/ip4_addr.c \
+              netif/ethernet.c
+LWIP_OBJ := $(LWIP_FILES:%=$(BUILD)/lwip/%.o)
+NET_OBJ := $(patsubst %,$(BUILD)/%.o,$(wildcard net/*.c))
+NETCFLAGS := -Inet/compat -I$(LWIP_DIR)/src/include
+KOBJ += $(NET_OBJ) $(LWIP_OBJ)
+LWIP_STAMP := $(LWIP_DIR)/.fetched
+$(LWIP_STAMP): | deps
+	@bash scripts/deps.sh --lwip $(BUILD)
+	@touch $@
+$(NET_OBJ): KCFLAGS += $(NETCFLAGS)
+$(NET_OBJ): $(LWIP_STAMP)
+$(BUILD)/lwip/%.c.o: $(LWIP_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(KCFLAGS) $(NETCFLAGS) -c $(LWIP_DIR)/src/$*.c -o $@
 KERNEL := $(BUILD)/kernel.elf
 
 # The network card: virtio-net on virtio-mmio, modern interface (QEMU 7.2 offers

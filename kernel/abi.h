@@ -83,6 +83,7 @@
 #define EAGAIN 11
 #define ENOMEM 12
 #define EFAULT 14
+#define ENODEV 19
 #define EINVAL 22
 #define EMFILE 24
 #define EPIPE 32

@@ -7,6 +7,7 @@
 #include "printf.h"
 #include "uart.h"
 #include "waitq.h"
+#include "socket.h"
 
 struct pipe {
   struct spinlock lock;
@@ -24,6 +25,14 @@ static struct file *file_new(enum file_type type, struct pipe *pi) {
   f->type = type;
   f->ref = 1;
   f->pipe = pi;
+  f->sock = 0;
+  return f;
+}
+
+struct file *file_socket(struct socket *s) {
+  struct file *f = file_new(F_SOCKET, 0);
+  if (f)
+    f->sock = s;
   return f;
 }
 
@@ -42,6 +51,8 @@ void file_close(struct file *f) {
   spin_unlock(&ftable_lock);
   if (!last)
     return;
+  if (f->sock)
+    sock_close(f->sock);          // the last descriptor is gone: the connection ends
   struct pipe *pi = f->pipe;
   if (pi) {
     spin_lock(&pi->lock);

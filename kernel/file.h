@@ -10,20 +10,23 @@
 #include <stdint.h>
 #include "uvm.h"
 
-enum file_type { F_CONSOLE = 1, F_PIPE_READ, F_PIPE_WRITE };
+enum file_type { F_CONSOLE = 1, F_PIPE_READ, F_PIPE_WRITE, F_SOCKET };
 
 struct pipe;
+struct socket;
 
 struct file {
   enum file_type type;
   int ref;                      // guarded by the file table lock
   struct pipe *pipe;
+  struct socket *sock;          // F_SOCKET (net/socket.h): its transfers go through kernel/sys_net.c
 };
 
 struct file *file_console(void);              // a new reference to the console
 struct file *file_dup(struct file *f);
 void file_close(struct file *f);
 int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
+struct file *file_socket(struct socket *s);           // takes over the caller's socket reference; NULL: no memory
 // Transfer between the file and user memory at uva in pagetable pt.
 // killed (may be NULL) is polled while blocked: a kill ends the wait with -EINTR.
 long file_read(struct file *f, pte_t *pt, uint64_t uva, long n, int may_block, volatile int *killed);

@@ -20,6 +20,7 @@
 #include "timer.h"
 #include "trap.h"
 #include "uart.h"
+#include "virtio_net.h"
 #include "vm.h"
 
 struct hart harts[BOARD_MAX_HARTS];
@@ -115,6 +116,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
     kprintf("coral: the device tree lists %u harts; using %u\n", board.nharts_found, BOARD_MAX_HARTS);
   if (nharts_online < board.nharts)
     kprintf("coral: only %u of %u harts came online\n", nharts_online, board.nharts);
+  vnet_init();           // prints why if there is no usable card; the kernel runs without one
   if (initrd_open(_initrd_start, (size_t)(_initrd_end - _initrd_start)) != 0)
     kprintf("coral: no valid program archive in the kernel image\n");
   if (prio_init() != 0)

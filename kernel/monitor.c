@@ -11,6 +11,7 @@
 #include "sbi.h"
 #include "timer.h"
 #include "uart.h"
+#include "virtio_net.h"
 
 #define LINE_MAX 128
 
@@ -33,6 +34,21 @@ static int read_line(char *buf, int max) {
   }
 }
 
+static void net_stats(void) {
+  if (!vnet_present()) {
+    kprintf("net: no network card\n");
+    return;
+  }
+  uint8_t m[6];
+  struct vnet_stats st;
+  vnet_mac(m);
+  vnet_get_stats(&st);
+  kprintf("net: mac %02x:%02x:%02x:%02x:%02x:%02x; rx %lu frames / %lu bytes, %lu dropped; "
+          "tx %lu frames / %lu bytes, %lu full; irqs %lu\n",
+          m[0], m[1], m[2], m[3], m[4], m[5], st.rx_frames, st.rx_bytes, st.rx_dropped,
+          st.tx_frames, st.tx_bytes, st.tx_full, st.irqs);
+}
+
 void monitor_stats(void) {
   struct exec_stats es;
   exec_get_stats(&kexec, &es);
@@ -52,11 +68,13 @@ void monitor_stats(void) {
   kprintf("memory: pages %lu free of %lu; kmalloc live %lu objects / %lu bytes, slab pages %lu, large pages %lu\n",
           ps.free_pages, ps.total_pages, ks.live_objects, ks.live_bytes, ks.slab_pages, ks.large_pages);
   kprintf("uart: %lu bytes received, %lu dropped\n", uart_rx_count(), uart_rx_dropped());
+  net_stats();
 }
 
 static void help(void) {
   kprintf("commands:\n"
-          "  stats     scheduler, interrupt, memory and console counters\n"
+          "  stats     scheduler, interrupt, memory, console and network counters\n"
+          "  net       network card counters\n"
           "  check     verify the executor's invariants now\n"
           "  sleep MS  block this coroutine for MS milliseconds\n"
           "  poweroff  shut the machine down\n");
@@ -74,6 +92,8 @@ static void monitor_main(void *arg) {
       help();
     else if (strcmp(line, "stats") == 0)
       monitor_stats();
+    else if (strcmp(line, "net") == 0)
+      net_stats();
     else if (strcmp(line, "check") == 0)
       kprintf("%s\n", exec_check(&kexec, why, sizeof why) ? why : "executor invariants hold");
     else if (strncmp(line, "sleep ", 6) == 0) {

@@ -63,7 +63,8 @@ uint64_t proc_runnable_bitmap(void) {
     struct proc *p = &procs[i];
     if (__atomic_load_n(&p->state, __ATOMIC_RELAXED) != P_RUNNING)
       continue;
-    for (int t = 0; t < MAXTHREADS; t++) {
+    int nt = __atomic_load_n(&p->nthreads, __ATOMIC_RELAXED);
+    for (int t = 0; t < nt; t++) {
       enum thread_state st = __atomic_load_n(&p->threads[t].state, __ATOMIC_RELAXED);
       if (st == T_RUNNABLE || st == T_RUNNING) {
         bm |= 1ULL << prio_of(p);
@@ -156,10 +157,11 @@ static void free_slot(struct proc *p) {   // ptable_lock held
   p->killed = 0;
   p->name[0] = 0;
   p->live_threads = 0;
-  for (int t = 0; t < MAXTHREADS; t++) {
+  for (int t = 0; t < p->nthreads; t++) {
     p->threads[t].state = T_FREE;
     p->threads[t].worker = 0;
   }
+  p->nthreads = 0;
 }
 
 static uint64_t elf_perm(uint32_t flags) {
@@ -258,6 +260,8 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
   p->state = P_RUNNING;                    // alive: it has a thread
   spin_unlock(&ptable_lock);
   p->live_threads = 1;
+  p->nthreads = 1;
+  p->kmode = parent ? parent->kmode : KMODE_COROUTINE;
   p->exit_code = 0;
   thread_make_runnable(&p->threads[0]);
   return p;
@@ -304,6 +308,8 @@ int thread_create(struct proc *p, uint64_t entry, uint64_t arg, uint64_t sp) {
   for (int i = 1; i < MAXTHREADS && !t; i++)
     if (p->threads[i].state == T_FREE)
       t = &p->threads[i];
+  if (t && t->tid >= p->nthreads)
+    __atomic_store_n(&p->nthreads, t->tid + 1, __ATOMIC_RELAXED);
   if (!t || p->killed) {
     spin_unlock(&p->lock);
     return -EAGAIN;
@@ -369,15 +375,12 @@ void proc_terminate(struct proc *p, int status) {
   if (!p->killed)
     p->exit_code = status;                 // the first reason wins
   __atomic_store_n(&p->killed, 1, __ATOMIC_SEQ_CST);
-  cid_t workers[MAXTHREADS];
-  for (int i = 0; i < MAXTHREADS; i++)
-    workers[i] = p->threads[i].worker;
-  spin_unlock(&p->lock);
   // Blocked threads re-test `killed` when woken; running ones see it at their
   // next trap (a tick at the latest).
-  for (int i = 0; i < MAXTHREADS; i++)
-    if (workers[i])
-      kco_wake(workers[i]);
+  for (int i = 0; i < p->nthreads; i++)
+    if (p->threads[i].worker)
+      kco_wake(p->threads[i].worker);
+  spin_unlock(&p->lock);
   waitq_wake_all(&p->child_exit);
   waitq_wake_all(&p->thread_done);
 }

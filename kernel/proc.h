@@ -30,7 +30,7 @@ struct uctx {
 
 enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_BLOCKED, P_ZOMBIE };
 
-#define MAXTHREADS 8             // user threads per process (thread 0 runs main)
+#define MAXTHREADS MAXTHREADS_ABI   // user threads per process (thread 0 runs main)
 
 // A user thread: the unit a switching coroutine runs. Threads of a process share
 // its address space, files and completion ring; each has its own registers and
@@ -62,6 +62,7 @@ struct async_worker {
 struct proc {
   struct thread threads[MAXTHREADS];
   int live_threads;               // not T_FREE or T_DONE; guarded by lock
+  int nthreads;                   // threads[0, nthreads) have been used: loops stop there
   int exit_code;                  // status the process ends with once all threads stop
   struct waitq thread_done;       // thread_join and exit wait here
   struct spinlock lock;           // state, killed, parent/child links
@@ -85,6 +86,8 @@ struct proc {
   int async_inflight;             // async calls still running in the kernel
   struct async_worker *async_workers;        // those that have started, guarded by lock
   struct waitq async_done;        // exit waits here until they have all finished
+  int kmode;                      // KMODE_*: how calls that wait are served (kernel/syswork.c)
+  struct poller *poller;          // KMODE_POLLER: the polling kernel thread, guarded by lock
 };
 
 void proc_init(void);

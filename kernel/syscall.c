@@ -20,34 +20,34 @@
 #include "uintr.h"
 #include "prio.h"
 
-#define WOULD_BLOCK (-1000)        // internal: never returned to user space
-
-// A call's arguments, copied out of the user registers: an async call's kernel
-// coroutine keeps running after the process has moved on.
-struct sysargs {
-  uint64_t nr;
-  uint64_t a[6];
-};
+#include "sysargs.h"
+#include "socket.h"
 
 #define arg(p, n) (sa->a[n])
 
-static struct file *fd_file(struct proc *p, uint64_t fd) {
+struct file *fd_file(struct proc *p, uint64_t fd) {
   return fd < NOFILE ? p->ofile[fd] : 0;
 }
 
-static int fd_alloc(struct proc *p, struct file *f) {
+// Threads of a process share its descriptor table: slots are claimed under
+// the process lock.
+int fd_alloc(struct proc *p, struct file *f) {
+  int r = -EMFILE;
+  spin_lock(&p->lock);
   for (int fd = 0; fd < NOFILE; fd++)
     if (!p->ofile[fd]) {
       p->ofile[fd] = f;
-      return fd;
+      r = fd;
+      break;
     }
-  return -EMFILE;
+  spin_unlock(&p->lock);
+  return r;
 }
 
 // Is all of [uva, uva + len) mapped for the user with permission perm? Checked
 // before a call does anything, so a bad buffer fails the whole call cleanly
 // (-EFAULT) instead of after a partial transfer that cannot be undone.
-static int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm) {
+int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm) {
   if (uva + len < uva || uva + len > USER_VA_END)
     return 0;
   for (uint64_t va = ALIGN_DOWN(uva, PAGE_SIZE); va < uva + len; va += PAGE_SIZE)
@@ -61,19 +61,21 @@ static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
 }
 
 // ---- the calls ----
-static long sys_getpid(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_getpid(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)sa;
   (void)may_block;
   return p->pid;
 }
 
-static long sys_rw(struct thread *t, const struct sysargs *sa, int may_block, int is_write) {
+static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_write) {
   struct proc *p = t->proc;
   struct file *f = fd_file(p, arg(p, 0));
   long n = (long)arg(p, 2);
   if (!f)
     return -EBADF;
+  if (f->type == F_SOCKET)                   // read/write on a socket are recv/send
+    return is_write ? sys_send(t, sa, may_block) : sys_recv(t, sa, may_block);
   if (n < 0)
     return -EINVAL;
   if (n == 0)
@@ -85,27 +87,30 @@ static long sys_rw(struct thread *t, const struct sysargs *sa, int may_block, in
   return r == -EAGAIN && !may_block ? WOULD_BLOCK : r;
 }
 
-static long sys_read(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_read(struct thread *t, struct sysargs *sa, int may_block) {
   return sys_rw(t, sa, may_block, 0);
 }
 
-static long sys_write(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_write(struct thread *t, struct sysargs *sa, int may_block) {
   return sys_rw(t, sa, may_block, 1);
 }
 
-static long sys_close(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_close(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
   uint64_t fd = arg(p, 0);
+  spin_lock(&p->lock);
   struct file *f = fd_file(p, fd);
+  if (f)
+    p->ofile[fd] = 0;
+  spin_unlock(&p->lock);
   if (!f)
     return -EBADF;
-  p->ofile[fd] = 0;
   file_close(f);
   return 0;
 }
 
-static long sys_pipe(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_pipe(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
   uint64_t ufds = arg(p, 0);
@@ -129,24 +134,25 @@ static long sys_pipe(struct thread *t, const struct sysargs *sa, int may_block) 
   return 0;
 }
 
-static long sys_sleep(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_sleep(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   long ms = (long)arg(p, 0);
   if (ms < 0)
     return -EINVAL;
   if (ms == 0)
     return 0;
+  if (!sa->deadline)                         // the first attempt fixes the deadline
+    sa->deadline = rdtime() + (uint64_t)ms * board.timebase_hz / 1000;
   if (!may_block)
-    return WOULD_BLOCK;
-  uint64_t deadline = rdtime() + (uint64_t)ms * board.timebase_hz / 1000;
-  while (rdtime() < deadline && !p->killed) {
-    timer_add(deadline, kco_current());
+    return rdtime() >= sa->deadline ? 0 : WOULD_BLOCK;
+  while (rdtime() < sa->deadline && !p->killed) {
+    timer_add(sa->deadline, kco_current());
     kco_block();
   }
   return p->killed ? -EINTR : 0;
 }
 
-static long sys_yield(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_yield(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)p;
   (void)sa;
@@ -155,7 +161,7 @@ static long sys_yield(struct thread *t, const struct sysargs *sa, int may_block)
 }
 
 // spawn(name, argv): copy and check everything before creating anything.
-static long sys_spawn(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_spawn(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
   char name[MAXNAME];
@@ -202,7 +208,7 @@ static long sys_spawn(struct thread *t, const struct sysargs *sa, int may_block)
   return r;
 }
 
-static long sys_wait(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_wait(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   int pid = (int)arg(p, 0);
   uint64_t ustatus = arg(p, 1);
@@ -219,7 +225,7 @@ static long sys_wait(struct thread *t, const struct sysargs *sa, int may_block) 
   return r;
 }
 
-static long sys_kill(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_kill(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)p;
   (void)may_block;
@@ -227,7 +233,7 @@ static long sys_kill(struct thread *t, const struct sysargs *sa, int may_block) 
   return pid <= 0 || pid > 0x7fffffff ? -ESRCH : proc_kill((int)pid);
 }
 
-static long sys_brk(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_brk(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
   uint64_t want = arg(p, 0);
@@ -244,7 +250,7 @@ static long sys_brk(struct thread *t, const struct sysargs *sa, int may_block) {
   return (long)want;
 }
 
-static long sys_uptime(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_uptime(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)p;
   (void)sa;
@@ -252,7 +258,7 @@ static long sys_uptime(struct thread *t, const struct sysargs *sa, int may_block
   return (long)(rdtime() / (board.timebase_hz / 1000));
 }
 
-static long sys_kstat(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
   struct palloc_stats ps;
@@ -278,6 +284,10 @@ static long sys_kstat(struct thread *t, const struct sysargs *sa, int may_block)
     return (long)t->ui.posted;
   case KSTAT_RING_OVERFLOWS:
     return (long)p->ring_overflows;
+  case KSTAT_SOCKETS:
+    return sock_count();
+  case KSTAT_TCP_PCBS:
+    return sock_tcp_pcbs();
   default:
     return -EINVAL;
   }
@@ -285,13 +295,13 @@ static long sys_kstat(struct thread *t, const struct sysargs *sa, int may_block)
 
 // thread_create(entry, arg, stack_top): a new thread of this process starts at
 // entry(arg) on the given stack (which the caller allocated). -> tid
-static long sys_thread_create(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_thread_create(struct thread *t, struct sysargs *sa, int may_block) {
   (void)may_block;
   return thread_create(t->proc, sa->a[0], sa->a[1], sa->a[2]);
 }
 
 // thread_join(tid, &status): wait for thread tid to finish. -> 0
-static long sys_thread_join(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_thread_join(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   uint64_t ustatus = sa->a[1];
   if ((int64_t)sa->a[0] == t->tid)
@@ -309,7 +319,7 @@ static long sys_thread_join(struct thread *t, const struct sysargs *sa, int may_
 
 // uwait(): block until a user interrupt is pending. The runtime calls it when
 // its executor has nothing ready but async calls are still in flight.
-static long sys_uwait(struct thread *t, const struct sysargs *sa, int may_block) {
+static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)sa;
   if (uintr_pending(t) || p->ring_waiting)
@@ -320,72 +330,44 @@ static long sys_uwait(struct thread *t, const struct sysargs *sa, int may_block)
   return p->killed ? -EINTR : 0;
 }
 
-static long (*const calls[NSYSCALL])(struct thread *, const struct sysargs *, int) = {
+// setkmode(mode): how the kernel serves this process's calls that must wait
+// (KMODE_*, kernel/syswork.c). -> the previous mode
+static long sys_setkmode(struct thread *t, struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
+  (void)may_block;
+  uint64_t mode = sa->a[0];
+  if (mode != KMODE_COROUTINE && mode != KMODE_THREAD && mode != KMODE_POLLER)
+    return -EINVAL;
+  int old = __atomic_exchange_n(&p->kmode, (int)mode, __ATOMIC_RELAXED);
+  return old;
+}
+
+static const syscall_fn calls[NSYSCALL] = {
   [SYS_getpid] = sys_getpid, [SYS_write] = sys_write, [SYS_read] = sys_read,
   [SYS_close] = sys_close,   [SYS_pipe] = sys_pipe,   [SYS_sleep] = sys_sleep,
   [SYS_yield] = sys_yield,   [SYS_spawn] = sys_spawn, [SYS_wait] = sys_wait,
   [SYS_kill] = sys_kill,     [SYS_brk] = sys_brk,     [SYS_uptime] = sys_uptime,
   [SYS_kstat] = sys_kstat,   [SYS_uwait] = sys_uwait,
   [SYS_thread_create] = sys_thread_create, [SYS_thread_join] = sys_thread_join,
+  [SYS_socket] = sys_socket, [SYS_bind] = sys_bind,   [SYS_listen] = sys_listen,
+  [SYS_accept] = sys_accept, [SYS_recv] = sys_recv,   [SYS_send] = sys_send,
+  [SYS_shutdown] = sys_shutdown, [SYS_setkmode] = sys_setkmode,
 };
 
 // Calls that may wait, and so have an asynchronous form.
 static int can_be_async(uint64_t nr) {
-  return nr == SYS_read || nr == SYS_write || nr == SYS_sleep || nr == SYS_wait;
+  return nr == SYS_read || nr == SYS_write || nr == SYS_sleep || nr == SYS_wait ||
+         nr == SYS_accept || nr == SYS_recv || nr == SYS_send;
 }
 
-// ---- calls that wait become kernel coroutines ----
-struct worker {
-  struct async_worker link;  // async: on p->async_workers while it runs
-  struct thread *t;          // the calling thread
-  struct proc *p;
-  struct sysargs sa;
-  cid_t cid;                 // async: the user coroutine to complete; 0: a sync call
-};
-
-static void syscall_worker(void *arg0) {
-  struct worker *w = arg0;
-  struct proc *p = w->p;
-  if (w->cid)
-    proc_async_register(p, &w->link, kco_current());   // so that exit can wake it
-  long r = calls[w->sa.nr](w->t, &w->sa, 1);
-  if (w->cid) {
-    // Async: the process has been running all along. Post {cid, result} to its
-    // completion ring and raise a user interrupt in the calling thread.
-    proc_async_unregister(p, &w->link);
-    ring_complete(w->t, w->cid, r);
-    proc_async_done(p);
-  } else {
-    struct thread *t = w->t;
-    t->uc.x[REG_A0] = (uint64_t)r;
-    t->worker = 0;
-    thread_make_runnable(t);
-  }
-  kfree(w);
+long syscall_invoke(struct thread *t, struct sysargs *sa, int may_block) {
+  return calls[sa->nr](t, sa, may_block);
 }
 
-// Hand the call to a kernel coroutine at priority prio. 0, or -ENOMEM.
-static int start_worker(struct thread *t, const struct sysargs *sa, cid_t cid, uint32_t prio) {
-  struct proc *p = t->proc;
-  struct worker *w = kmalloc(sizeof *w);
-  if (!w)
-    return -ENOMEM;
-  w->t = t;
-  w->p = p;
-  w->sa = *sa;
-  w->cid = cid;
-  if (cid)
-    proc_async_start(p);
-  int64_t kcid = kco_spawn_stackful(syscall_worker, w, prio, 0);
-  if (kcid < 0) {
-    if (cid)
-      proc_async_done(p);
-    kfree(w);
-    return -ENOMEM;
-  }
-  if (!cid)
-    t->worker = (cid_t)kcid;
-  return 0;
+void sysargs_release(struct sysargs *sa) {
+  if (sa->sock)
+    sock_put(sa->sock);
+  sa->sock = 0;
 }
 
 enum syscall_outcome syscall_dispatch(struct thread *t) {
@@ -413,10 +395,9 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     uint32_t prio = sa.a[4] < NPRIO_DEFAULT ? (uint32_t)sa.a[4] : NPRIO_DEFAULT - 1;
     if (prio < USER_PRIO_CEILING)
       prio = USER_PRIO_CEILING;
-    if (cid == CID_NONE)
-      r = -EINVAL;
-    else
-      r = start_worker(t, &sa, cid, prio) == 0 ? -EINPROGRESS : -ENOMEM;
+    r = cid == CID_NONE ? -EINVAL : syswork_start(t, &sa, cid, prio);
+    if (r == 0)
+      r = -EINPROGRESS;
   } else if (r == WOULD_BLOCK) {
     // From the moment the worker exists, p may run (and even exit and free its
     // page table) on another hart: stop using its address space here first.
@@ -425,12 +406,13 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     // The kernel coroutine serves the process, so it runs at the process's
     // priority: a worse fixed priority would let a busy equal or better
     // process starve it.
-    if (start_worker(t, &sa, CID_NONE, prio_of(p)) == 0)
+    r = syswork_start(t, &sa, CID_NONE, prio_of(p));
+    if (r == 0)
       return SC_BLOCKED;
-    r = -ENOMEM;
     t->state = T_RUNNING;
     uvm_activate(p->pagetable);
   }
+  sysargs_release(&sa);          // the call is over (a worker took sa otherwise)
   t->uc.x[REG_A0] = (uint64_t)r;
   return sa.nr == SYS_yield ? SC_YIELD : SC_DONE;
 }

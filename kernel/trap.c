@@ -6,6 +6,7 @@
 #include "riscv.h"
 #include "timer.h"
 #include "uart.h"
+#include "virtio_net.h"
 
 extern void kernelvec(void);
 
@@ -19,6 +20,8 @@ static void external_interrupt(void) {
   while ((irq = plic_claim()) != 0) {
     if (irq == board.uart.irq)
       uart_interrupt();
+    else if (irq == vnet_irq())
+      vnet_intr();
     plic_complete(irq);
   }
 }

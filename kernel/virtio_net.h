@@ -29,12 +29,13 @@ int vnet_present(void);              // 1 once vnet_init succeeded
 void vnet_mac(uint8_t mac[6]);
 struct waitq *vnet_rx_waitq(void);   // woken by the interrupt handler
 void vnet_intr(void);                // trap.c: the device's PLIC source fired
+uint32_t vnet_irq(void);             // that PLIC source, 0 if there is no card
 
 uint8_t *vnet_rx_next(size_t *len);  // next received frame, or NULL if none
 void vnet_rx_release(uint8_t *frame);
 
 uint8_t *vnet_tx_buf(void);          // VNET_FRAME_MAX bytes, or NULL if all are in flight
-void vnet_tx_submit(uint8_t *buf, size_t len);
+void vnet_tx_submit(uint8_t *buf, size_t len);   // len 0: give the buffer back unsent
 
 void vnet_get_stats(struct vnet_stats *st);
 #endif

@@ -4,7 +4,51 @@
 #
 #   scripts/deps.sh            toolchain, emulator, firmware (what build/test need)
 #   scripts/deps.sh --all      also what later parts need (verilator, plotting, ...)
+#   scripts/deps.sh --lwip DIR lwIP 2.1.3 from Debian's source package, unpacked
+#                              into DIR/lwip-2.1.3 (an ignored build folder)
 set -euo pipefail
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# lwIP is third-party source: it is never committed, only fetched. Debian's
+# source package is the upstream release (the orig tarball, with a few files
+# Debian cannot ship removed: "+dfsg1") plus Debian's packaging, which Coral
+# does not need. dpkg-source may be absent, so the tarball is unpacked by hand.
+fetch_lwip() {
+  local dir=$1 ver=2.1.3
+  [ -f "$dir/lwip-$ver/src/core/tcp.c" ] && return 0
+  if ! apt-cache showsrc lwip 2>/dev/null | grep -q "^Version: $ver"; then
+    # No deb-src entry yet: add one with the same URI and suite as the
+    # machine's own Debian entry.
+    local uri suite
+    uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    suite=$(awk '/^Suites:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$uri" ] || uri=http://deb.debian.org/debian
+    [ -n "$suite" ] || suite=bookworm
+    echo "deps.sh: adding a deb-src entry for $uri $suite (to fetch lwIP's source package)"
+    printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$uri" "$suite" | $SUDO tee /etc/apt/sources.list.d/coral-src.sources > /dev/null
+    $SUDO apt-get update -qq
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  echo "deps.sh: fetching lwIP $ver (Debian source package) into $dir"
+  (cd "$tmp" && chmod 777 . && apt-get source --download-only -qq lwip > /dev/null 2>&1) ||
+    { echo "deps.sh: apt-get source lwip failed" >&2; rm -rf "$tmp"; exit 1; }
+  local orig
+  orig=$(ls "$tmp"/lwip_"$ver"*.orig.tar.* 2>/dev/null | head -1)
+  [ -n "$orig" ] || { echo "deps.sh: no lwIP $ver orig tarball in the source package" >&2; rm -rf "$tmp"; exit 1; }
+  mkdir -p "$dir"
+  tar -xf "$orig" -C "$dir"
+  rm -rf "$tmp"
+  [ -f "$dir/lwip-$ver/src/core/tcp.c" ] || { echo "deps.sh: unexpected lwIP tarball layout" >&2; exit 1; }
+}
+
+if [ "${1:-}" = "--lwip" ]; then
+  fetch_lwip "${2:?usage: deps.sh --lwip DIR}"
+  exit 0
+fi
 
 core_pkgs=(
   gcc-riscv64-unknown-elf      # cross compiler for kernel, vDSO and user programs
@@ -30,8 +74,6 @@ for p in "${pkgs[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

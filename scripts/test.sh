@@ -47,8 +47,9 @@ declare -A HOST_SRCS=(
   [test_fdt]="kernel/fdt.c kernel/board.c tests/host/test_fdt.c"
   [test_elf]="kernel/elf.c tests/host/test_elf.c"
   [test_initrd]="kernel/initrd.c tests/host/test_initrd.c"
+  [test_matrix_proto]="user/matrix_proto.c tests/host/test_matrix_proto.c"
 )
-for t in test_executor test_alloc test_fdt test_elf test_initrd; do
+for t in test_executor test_alloc test_fdt test_elf test_initrd test_matrix_proto; do
   bin=$BUILD/host/$t
   if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
     fail "host/$t" "does not build (see $LOGS/$t.build.log)"
@@ -104,7 +105,7 @@ done
 #      usertests (every system call with bad input, faults, kills, leaks),
 #      coptest (the COPS API on the vDSO executor), asynctest (async calls,
 #      completion ring, user interrupts). Each prints "<prog>: PASS|FAIL name". ----
-for prog in usertests coptest asynctest threadtest; do
+for prog in usertests coptest asynctest threadtest socktest; do
   for smp in 1 2; do
     log=$LOGS/$prog-smp$smp.log
     run_qemu "$log" "$smp" 256M "user=$prog"
@@ -112,6 +113,16 @@ for prog in usertests coptest asynctest threadtest; do
     grep -q "coral: init (pid 1) exited with status 0" "$log" ||
       fail "$prog-smp$smp/run" "$prog did not end with status 0 (see $log)"
   done
+done
+
+# ---- async calls served by the other kernel modes: stackful kernel coroutines
+#      (KMODE_THREAD) and the per-process polling thread (KMODE_POLLER) ----
+for kmode in 1 2; do
+  log=$LOGS/asynctest-kmode$kmode.log
+  run_qemu "$log" 2 256M "user=asynctest,-k,$kmode"
+  tally "asynctest-kmode$kmode/" "$log" "asynctest: PASS " "asynctest: FAIL "
+  grep -q "coral: init (pid 1) exited with status 0" "$log" ||
+    fail "asynctest-kmode$kmode/run" "asynctest did not end with status 0 (see $log)"
 done
 
 # ---- priorities across processes (one hart, where the order is deterministic) ----

@@ -207,6 +207,10 @@ int main(int argc, char **argv) {
     cops_yield();
     return 0;                            // exit while five reads are in flight
   }
+  // asynctest -k MODE: the same tests with the kernel serving async calls in
+  // another mode (KMODE_*): the results must not depend on it.
+  if (argc > 2 && strcmp(argv[1], "-k") == 0)
+    check("setkmode", setkmode(atoi(argv[2])), KMODE_COROUTINE);
   main_cid = cops_current();
   printf("asynctest: pid %d\n", getpid());
   test_fast_path();

@@ -1,8 +1,11 @@
 // init: the first process.
 //
-//   init             run the shell, and start a new one whenever it exits
+//   init             start the matrix-echo server (matrixd, model KCUC, port 80)
+//                    in the background, then run the shell, and start a new
+//                    one whenever it exits
 //   init PROG ARGS   run PROG with ARGS once, report its exit status and exit
-//                    with it (the test harness boots this form)
+//                    with it (the test harness boots this form; the kernel's
+//                    user=matrixd,-m,ktut runs `init matrixd -m ktut`)
 //
 // Both forms wait with wait(-1), for any child, and report any child they
 // did not expect on the way. (Today the kernel frees an orphan itself when it
@@ -47,6 +50,15 @@ int main(int argc, char *argv[])
 {
   if (argc > 1)
     return run_once(argc, argv);
+
+  // The server runs beside the shell; if it cannot start (or stops later,
+  // reported as a reaped child), the shell is still there.
+  static const char *const md_argv[] = {"matrixd", NULL};
+  int md = spawn("matrixd", md_argv);
+  if (md < 0)
+    printf("init: cannot start matrixd: %d %s; continuing without it\n", md, errname(md));
+  else
+    printf("init: started matrixd (pid %d)\n", md);
 
   static const char *const sh_argv[] = {"sh", NULL};
   for (;;) {

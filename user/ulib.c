@@ -346,6 +346,7 @@ const char *errname(long err)
   case EAGAIN: return "EAGAIN";
   case ENOMEM: return "ENOMEM";
   case EFAULT: return "EFAULT";
+  case ENODEV: return "ENODEV";
   case EINVAL: return "EINVAL";
   case EMFILE: return "EMFILE";
   case EPIPE: return "EPIPE";

@@ -8,8 +8,14 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
+
+# Programs built from more than user/NAME.c: their extra objects. matrixd is the
+# matrix-echo server (main + the coroutine and thread models + the protocol).
+MATRIXD_OBJS := $(BUILD)/user/matrixd_uc.o $(BUILD)/user/matrixd_ut.o $(BUILD)/user/matrix_proto.o
+MULTI_BINS := $(BUILD)/user/bin/matrixd
+SIMPLE_BINS := $(filter-out $(MULTI_BINS),$(UBINS))
 
 UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
            -march=rv64imac_zicsr_zifencei -mabi=lp64 -mcmodel=medany \
@@ -21,7 +27,7 @@ UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
 ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o $(BUILD)/user/uintr_entry.o \
         $(BUILD)/user/ulib.o $(BUILD)/user/cops.o
 UHDRS := user/ulib.h user/cops.h user/exec_arch.h kernel/abi.h vdso/executor.h vdso/stackful.h vdso/vdso.h
-UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(BUILD)/user/ulib.o $(BUILD)/user/cops.o
+UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(BUILD)/user/ulib.o $(BUILD)/user/cops.o $(MATRIXD_OBJS)
 
 # Static pattern rules: they apply only to these targets, so they can never
 # compete with the kernel's $(BUILD)/%.c.o rules.
@@ -33,9 +39,14 @@ $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o $(BUILD)/u
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) -c $< -o $@
 
-$(UBINS): $(BUILD)/user/bin/%: $(BUILD)/user/%.o $(ULIB) user/user.ld
+$(SIMPLE_BINS): $(BUILD)/user/bin/%: $(BUILD)/user/%.o $(ULIB) user/user.ld
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) $(ULIB) $< -o $@
+
+$(BUILD)/user/matrixd.o $(MATRIXD_OBJS): user/matrixd.h user/matrix_proto.h
+$(BUILD)/user/bin/matrixd: $(BUILD)/user/matrixd.o $(MATRIXD_OBJS) $(ULIB) user/user.ld
+	@mkdir -p $(dir $@)
+	$(CC) $(UCFLAGS) $(ULIB) $(BUILD)/user/matrixd.o $(MATRIXD_OBJS) -o $@
 
 .PHONY: uprogs
 uprogs: $(UBINS)

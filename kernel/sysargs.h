@@ -1,0 +1,60 @@
+// What the system-call layer shares between its files: the call's arguments as
+// the kernel keeps them, the handler type, and the descriptor helpers.
+//
+//   kernel/syscall.c   dispatch, the call table, the general calls
+//   kernel/sys_net.c   the socket calls
+//   kernel/syswork.c   the kernel coroutines that finish calls that must wait
+#ifndef SYSARGS_H
+#define SYSARGS_H
+#include <stdint.h>
+#include "proc.h"
+
+#define WOULD_BLOCK (-1000)        // internal: never returned to user space
+
+struct socket;
+struct waitq;
+
+// A call's arguments, copied out of the user registers (an async call's kernel
+// coroutine keeps running after the process has moved on), and what the call
+// found out about waiting.
+struct sysargs {
+  uint64_t nr;
+  uint64_t a[6];
+  // Set by a call that returns WOULD_BLOCK (may_block = 0), so that a kernel
+  // coroutine without a stack of its own can wait for it:
+  struct waitq *wq;                // the queue its event is announced on
+  uint64_t deadline;               // or the rdtime value it waits for (0: none)
+  // Held for the whole call, across attempts: released by sysargs_release.
+  struct socket *sock;             // the socket it works on (a reference)
+};
+
+// A call handler. may_block 0: never wait; return WOULD_BLOCK instead (and
+// fill wq or deadline if the event is known). may_block 1: wait as needed
+// (only ever on a stackful kernel coroutine).
+typedef long (*syscall_fn)(struct thread *t, struct sysargs *sa, int may_block);
+
+long syscall_invoke(struct thread *t, struct sysargs *sa, int may_block);
+void sysargs_release(struct sysargs *sa);
+
+// Descriptors (kernel/syscall.c).
+struct file;
+struct file *fd_file(struct proc *p, uint64_t fd);
+int fd_alloc(struct proc *p, struct file *f);          // fd, or -EMFILE
+int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm);
+
+// The socket calls (kernel/sys_net.c).
+long sys_socket(struct thread *t, struct sysargs *sa, int may_block);
+long sys_bind(struct thread *t, struct sysargs *sa, int may_block);
+long sys_listen(struct thread *t, struct sysargs *sa, int may_block);
+long sys_accept(struct thread *t, struct sysargs *sa, int may_block);
+long sys_recv(struct thread *t, struct sysargs *sa, int may_block);
+long sys_send(struct thread *t, struct sysargs *sa, int may_block);
+long sys_shutdown(struct thread *t, struct sysargs *sa, int may_block);
+
+// Hand a call that returned WOULD_BLOCK to a kernel coroutine, chosen by the
+// process's kernel mode (KMODE_*; kernel/syswork.c). cid != 0: an async call
+// of user coroutine cid, completed through the ring; cid == 0: a synchronous
+// call of thread t, which the caller has already marked T_BLOCKED. Takes over
+// what sa holds. 0, or -ENOMEM / -EINTR (then sa is still the caller's).
+int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio);
+#endif

@@ -1,0 +1,428 @@
+// virtio-net driver: one card on virtio-mmio, modern interface (see virtio_net.h
+// for the interface, virtio_mmio.h for the spec's names).
+//
+// Two split virtqueues, receiveq (0) and transmitq (1), of up to VNET_QUEUE_MAX
+// entries each. Descriptor i of a queue always describes buffer i of that queue,
+// so a buffer is named by its descriptor number and no descriptor is ever
+// allocated or chained. Each buffer holds the 12-byte virtio_net_hdr followed by
+// one whole frame (no VIRTIO_NET_F_MRG_RXBUF, so a frame never spans buffers).
+//
+// Who owns a buffer is tracked per buffer (enum owner): the device (posted in
+// the available ring), the caller (handed out by vnet_rx_next / vnet_tx_buf), or,
+// for transmit only, the driver's free list. Handing back a buffer the caller
+// does not hold is a kernel bug and panics.
+//
+// Notification: after adding to an available ring the driver writes QUEUE_NOTIFY
+// unless the device has set VIRTQ_USED_F_NO_NOTIFY (it is already looking). The
+// device interrupts for both queues; the handler acknowledges and wakes
+// vnet_rx_waitq(), so a transmit completion also wakes a sender that found every
+// buffer in flight. Completed transmit buffers are reclaimed lazily, by the next
+// vnet_tx_buf.
+#include "virtio_net.h"
+#include "virtio_mmio.h"
+#include "abi.h"
+#include "board.h"
+#include "hart.h"
+#include "klib.h"
+#include "palloc.h"
+#include "plic.h"
+#include "printf.h"
+#include "riscv.h"
+#include "spinlock.h"
+#include "vm.h"
+
+#ifndef ENODEV
+#define ENODEV 19
+#endif
+
+#define VNET_QUEUE_MAX 128                  // entries per queue (fewer if the device allows fewer)
+#define VNET_HDR_LEN sizeof(struct virtio_net_hdr)
+#define VNET_BUF_LEN (VNET_HDR_LEN + VNET_FRAME_MAX)
+#define VNET_BUF_STRIDE 2048                // two buffers per page
+#define VNET_RESET_TIMEOUT_MS 100
+
+_Static_assert(VNET_BUF_LEN <= VNET_BUF_STRIDE, "a buffer must hold the header and a frame");
+_Static_assert(PAGE_SIZE % VNET_BUF_STRIDE == 0, "buffers must not straddle pages");
+_Static_assert((VNET_QUEUE_MAX & (VNET_QUEUE_MAX - 1)) == 0, "split queue sizes are powers of two");
+
+// Where the three areas of a queue of n entries sit in its one ring page.
+#define VQ_AVAIL_OFF(n) ALIGN_UP(VIRTQ_DESC_BYTES(n), VIRTQ_AVAIL_ALIGN)
+#define VQ_USED_OFF(n) ALIGN_UP(VQ_AVAIL_OFF(n) + VIRTQ_AVAIL_BYTES(n), VIRTQ_USED_ALIGN)
+_Static_assert(VQ_USED_OFF(VNET_QUEUE_MAX) + VIRTQ_USED_BYTES(VNET_QUEUE_MAX) <= PAGE_SIZE,
+               "a queue's rings must fit in one page");
+
+enum owner { OWN_DEVICE, OWN_CALLER, OWN_FREE };
+
+struct vq {
+  uint32_t index;                           // queue number, written to QUEUE_NOTIFY
+  uint32_t size;                            // entries, a power of two
+  void *ring_page;                          // descriptor table, available and used rings
+  volatile struct virtq_desc *desc;
+  volatile struct virtq_avail *avail;
+  volatile struct virtq_used *used;
+  uint16_t avail_idx;                       // our copy of avail->idx (free-running)
+  uint16_t used_idx;                        // used entries consumed so far (free-running)
+  uint8_t *bufs;                            // size buffers, VNET_BUF_STRIDE apart
+  size_t buf_pages;
+  uint8_t owner[VNET_QUEUE_MAX];            // enum owner, per buffer
+};
+
+static struct {
+  struct spinlock lock;
+  volatile int present;
+  volatile uint8_t *regs;
+  uint32_t irq;
+  uint8_t mac[6];
+  struct vq rx, tx;
+  uint16_t tx_free[VNET_QUEUE_MAX];         // transmit buffers owned by the driver
+  uint32_t ntx_free;
+  struct vnet_stats st;
+} vnet = { .lock = SPINLOCK_INIT("vnet") };
+
+static struct waitq rx_wait = { SPINLOCK_INIT("vnet-rx"), 0, 0 };
+
+static uint32_t reg_read(volatile uint8_t *regs, uint32_t off) {
+  return *(volatile uint32_t *)(regs + off);
+}
+
+static void reg_write(volatile uint8_t *regs, uint32_t off, uint32_t v) {
+  *(volatile uint32_t *)(regs + off) = v;
+}
+
+// The address the device uses for a buffer. RAM is identity-mapped (vm.h), so a
+// kernel pointer into RAM is its physical address.
+static uint64_t dma_addr(const volatile void *p) { return (uint64_t)p; }
+
+static uint8_t *buf_at(struct vq *q, uint32_t id) { return q->bufs + (size_t)id * VNET_BUF_STRIDE; }
+
+// The buffer whose payload (just past the header) is at p, or -1 if p is not one.
+static int buf_index(struct vq *q, const uint8_t *p) {
+  if (!q->bufs || p < q->bufs + VNET_HDR_LEN)
+    return -1;
+  uint64_t off = (uint64_t)(p - VNET_HDR_LEN - q->bufs);
+  if (off % VNET_BUF_STRIDE || off / VNET_BUF_STRIDE >= q->size)
+    return -1;
+  return (int)(off / VNET_BUF_STRIDE);
+}
+
+// ---- virtqueues ----
+
+// Allocate and describe queue `index` to the device. desc_flags is
+// VIRTQ_DESC_F_WRITE for receive buffers (the device writes them), 0 for transmit.
+static const char *vq_setup(volatile uint8_t *regs, struct vq *q, uint32_t index, uint16_t desc_flags) {
+  reg_write(regs, VIRTIO_MMIO_QUEUE_SEL, index);
+  if (reg_read(regs, VIRTIO_MMIO_QUEUE_READY))
+    return "queue already in use";
+  uint32_t max = reg_read(regs, VIRTIO_MMIO_QUEUE_NUM_MAX);
+  if (max == 0)
+    return "queue not available";
+  uint32_t n = VNET_QUEUE_MAX;
+  while (n > max)
+    n >>= 1;
+  q->index = index;
+  q->size = n;
+  q->buf_pages = ALIGN_UP((uint64_t)n * VNET_BUF_STRIDE, PAGE_SIZE) / PAGE_SIZE;
+  q->ring_page = palloc_zero(1);
+  q->bufs = palloc(q->buf_pages);
+  if (!q->ring_page || !q->bufs)
+    return "out of memory";
+  uint8_t *page = q->ring_page;
+  q->desc = (volatile struct virtq_desc *)page;
+  q->avail = (volatile struct virtq_avail *)(page + VQ_AVAIL_OFF(n));
+  q->used = (volatile struct virtq_used *)(page + VQ_USED_OFF(n));
+  q->avail_idx = q->used_idx = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    q->desc[i].addr = dma_addr(buf_at(q, i));
+    q->desc[i].len = VNET_BUF_LEN;
+    q->desc[i].flags = desc_flags;
+    q->desc[i].next = 0;
+  }
+  reg_write(regs, VIRTIO_MMIO_QUEUE_NUM, n);
+  reg_write(regs, VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)dma_addr(q->desc));
+  reg_write(regs, VIRTIO_MMIO_QUEUE_DESC_HIGH, (uint32_t)(dma_addr(q->desc) >> 32));
+  reg_write(regs, VIRTIO_MMIO_QUEUE_DRIVER_LOW, (uint32_t)dma_addr(q->avail));
+  reg_write(regs, VIRTIO_MMIO_QUEUE_DRIVER_HIGH, (uint32_t)(dma_addr(q->avail) >> 32));
+  reg_write(regs, VIRTIO_MMIO_QUEUE_DEVICE_LOW, (uint32_t)dma_addr(q->used));
+  reg_write(regs, VIRTIO_MMIO_QUEUE_DEVICE_HIGH, (uint32_t)(dma_addr(q->used) >> 32));
+  reg_write(regs, VIRTIO_MMIO_QUEUE_READY, 1);
+  return 0;
+}
+
+static void vq_free(struct vq *q) {
+  pfree(q->ring_page, 1);
+  pfree(q->bufs, q->buf_pages);
+  q->ring_page = 0;
+  q->bufs = 0;
+}
+
+// Append buffer id to the available ring (without telling the device).
+static void vq_add(struct vq *q, uint32_t id) {
+  q->avail->ring[q->avail_idx & (q->size - 1)] = (uint16_t)id;
+  __sync_synchronize();            // the entry (and the buffer) before the index that covers it
+  q->avail->idx = ++q->avail_idx;
+}
+
+// Tell the device about new available buffers, unless it said it needs no telling.
+static void vq_notify(struct vq *q) {
+  __sync_synchronize();            // the new index before reading the device's flags (2.7.13)
+  if (!(q->used->flags & VIRTQ_USED_F_NO_NOTIFY))
+    reg_write(vnet.regs, VIRTIO_MMIO_QUEUE_NOTIFY, q->index);
+}
+
+// The next used entry, or 0 if the device has returned nothing new.
+static int vq_next_used(struct vq *q, uint32_t *id, uint32_t *len) {
+  if (q->used_idx == q->used->idx)
+    return 0;
+  __sync_synchronize();            // the entry (and the buffer) after the index that covers it
+  volatile struct virtq_used_elem *e = &q->used->ring[q->used_idx & (q->size - 1)];
+  *id = e->id;
+  *len = e->len;
+  q->used_idx++;
+  return 1;
+}
+
+// ---- initialisation ----
+
+// The first slot holding a modern virtio-net device, or NULL.
+static volatile uint8_t *probe(uint32_t *irq) {
+  for (uint32_t i = 0; i < board.nvirtio; i++) {
+    const struct mmio_dev *d = &board.virtio[i];
+    if (d->size < VIRTIO_MMIO_CONFIG)
+      continue;
+    volatile uint8_t *regs = mmio(d->base);
+    if (reg_read(regs, VIRTIO_MMIO_MAGIC_VALUE) != VIRTIO_MMIO_MAGIC ||
+        reg_read(regs, VIRTIO_MMIO_DEVICE_ID) != VIRTIO_ID_NET)
+      continue;
+    uint32_t version = reg_read(regs, VIRTIO_MMIO_VERSION);
+    if (version == VIRTIO_MMIO_VERSION_MODERN) {
+      *irq = d->irq;
+      return regs;
+    }
+    if (version == VIRTIO_MMIO_VERSION_LEGACY)
+      kprintf("virtio-net: card at 0x%lx uses the legacy interface (version 1), not supported; "
+              "run QEMU with -global virtio-mmio.force-legacy=false\n", d->base);
+    else
+      kprintf("virtio-net: card at 0x%lx has unknown virtio-mmio version %u\n", d->base, version);
+  }
+  return 0;
+}
+
+static void read_mac(volatile uint8_t *regs, uint64_t features) {
+  if (!(features & VIRTIO_FEATURE(VIRTIO_NET_F_MAC))) {
+    // No address from the device: use a fixed locally administered one.
+    static const uint8_t fallback[6] = { 0x02, 0, 0, 0, 0, 1 };
+    memcpy(vnet.mac, fallback, sizeof vnet.mac);
+    kprintf("virtio-net: the card has no MAC address; using a local one\n");
+    return;
+  }
+  // Byte fields are read with byte accesses (4.2.2.2); retry if the device
+  // changed its configuration meanwhile (2.5.1).
+  uint32_t gen;
+  do {
+    gen = reg_read(regs, VIRTIO_MMIO_CONFIG_GENERATION);
+    for (int i = 0; i < 6; i++)
+      vnet.mac[i] = regs[VIRTIO_MMIO_CONFIG + VIRTIO_NET_CFG_MAC + i];
+  } while (reg_read(regs, VIRTIO_MMIO_CONFIG_GENERATION) != gen);
+}
+
+static int init_failed(volatile uint8_t *regs, uint32_t status, const char *why) {
+  reg_write(regs, VIRTIO_MMIO_STATUS, status | VIRTIO_STATUS_FAILED);
+  vq_free(&vnet.rx);
+  vq_free(&vnet.tx);
+  kprintf("virtio-net: %s\n", why);
+  return -EIO;
+}
+
+int vnet_init(void) {
+  uint32_t irq = 0;
+  volatile uint8_t *regs = probe(&irq);
+  if (!regs) {
+    kprintf("virtio-net: no usable network card\n");
+    return -ENODEV;
+  }
+  // The initialisation sequence of 3.1.1.
+  reg_write(regs, VIRTIO_MMIO_STATUS, 0);   // reset
+  uint64_t deadline = rdtime() + VNET_RESET_TIMEOUT_MS * board.timebase_hz / 1000;
+  while (reg_read(regs, VIRTIO_MMIO_STATUS) != 0)
+    if (rdtime() >= deadline)
+      return init_failed(regs, 0, "the card does not reset");
+  uint32_t status = VIRTIO_STATUS_ACKNOWLEDGE;
+  reg_write(regs, VIRTIO_MMIO_STATUS, status);
+  status |= VIRTIO_STATUS_DRIVER;
+  reg_write(regs, VIRTIO_MMIO_STATUS, status);
+
+  reg_write(regs, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+  uint64_t offered = reg_read(regs, VIRTIO_MMIO_DEVICE_FEATURES);
+  reg_write(regs, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+  offered |= (uint64_t)reg_read(regs, VIRTIO_MMIO_DEVICE_FEATURES) << 32;
+  if (!(offered & VIRTIO_FEATURE(VIRTIO_F_VERSION_1)))
+    return init_failed(regs, status, "the card does not offer VIRTIO_F_VERSION_1");
+  uint64_t accepted = offered & (VIRTIO_FEATURE(VIRTIO_F_VERSION_1) | VIRTIO_FEATURE(VIRTIO_NET_F_MAC));
+  reg_write(regs, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+  reg_write(regs, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)accepted);
+  reg_write(regs, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+  reg_write(regs, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(accepted >> 32));
+  status |= VIRTIO_STATUS_FEATURES_OK;
+  reg_write(regs, VIRTIO_MMIO_STATUS, status);
+  if (!(reg_read(regs, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK))
+    return init_failed(regs, status, "the card refused our features");
+
+  const char *why;
+  if ((why = vq_setup(regs, &vnet.rx, VIRTIO_NET_RXQ, VIRTQ_DESC_F_WRITE)) != 0 ||
+      (why = vq_setup(regs, &vnet.tx, VIRTIO_NET_TXQ, 0)) != 0)
+    return init_failed(regs, status, why);
+  read_mac(regs, accepted);
+
+  // Every receive buffer goes to the device; every transmit buffer to the free list.
+  for (uint32_t i = 0; i < vnet.rx.size; i++) {
+    vnet.rx.owner[i] = OWN_DEVICE;
+    vq_add(&vnet.rx, i);
+  }
+  for (uint32_t i = 0; i < vnet.tx.size; i++) {
+    vnet.tx.owner[i] = OWN_FREE;
+    vnet.tx_free[i] = (uint16_t)(vnet.tx.size - 1 - i);
+  }
+  vnet.ntx_free = vnet.tx.size;
+  vnet.regs = regs;
+  vnet.irq = irq;
+  status |= VIRTIO_STATUS_DRIVER_OK;
+  reg_write(regs, VIRTIO_MMIO_STATUS, status);
+  vq_notify(&vnet.rx);
+  __sync_synchronize();                     // everything above before other harts see `present`
+  vnet.present = 1;
+  plic_enable(irq, 0);                      // like the console: the boot hart takes it
+  kprintf("virtio-net: mac %02x:%02x:%02x:%02x:%02x:%02x, %u rx and %u tx buffers, irq %u\n",
+          vnet.mac[0], vnet.mac[1], vnet.mac[2], vnet.mac[3], vnet.mac[4], vnet.mac[5],
+          vnet.rx.size, vnet.tx.size, irq);
+  return 0;
+}
+
+int vnet_present(void) { return vnet.present; }
+
+uint32_t vnet_irq(void) { return vnet.present ? vnet.irq : 0; }
+
+void vnet_mac(uint8_t mac[6]) { memcpy(mac, vnet.mac, sizeof vnet.mac); }
+
+struct waitq *vnet_rx_waitq(void) { return &rx_wait; }
+
+void vnet_intr(void) {
+  if (!vnet.present)
+    return;
+  spin_lock(&vnet.lock);
+  // Acknowledge everything pending (used buffers, configuration change): the
+  // interrupt line stays raised until we do.
+  uint32_t pending = reg_read(vnet.regs, VIRTIO_MMIO_INTERRUPT_STATUS);
+  reg_write(vnet.regs, VIRTIO_MMIO_INTERRUPT_ACK, pending);
+  vnet.st.irqs++;
+  spin_unlock(&vnet.lock);
+  waitq_wake_all(&rx_wait);
+}
+
+// ---- receive ----
+
+uint8_t *vnet_rx_next(size_t *len) {
+  if (!vnet.present)
+    return 0;
+  struct vq *q = &vnet.rx;
+  uint8_t *frame = 0;
+  uint32_t id, used_len;
+  spin_lock(&vnet.lock);
+  while (vq_next_used(q, &id, &used_len)) {
+    if (id >= q->size || q->owner[id] != OWN_DEVICE) {
+      vnet.st.rx_dropped++;                 // not a buffer the device had: ignore the entry
+      continue;
+    }
+    if (used_len <= VNET_HDR_LEN || used_len - VNET_HDR_LEN > VNET_FRAME_MAX) {
+      vnet.st.rx_dropped++;                 // bad length: give the buffer straight back
+      vq_add(q, id);
+      vq_notify(q);
+      continue;
+    }
+    q->owner[id] = OWN_CALLER;
+    *len = used_len - VNET_HDR_LEN;
+    frame = buf_at(q, id) + VNET_HDR_LEN;
+    vnet.st.rx_frames++;
+    vnet.st.rx_bytes += *len;
+    break;
+  }
+  spin_unlock(&vnet.lock);
+  return frame;
+}
+
+void vnet_rx_release(uint8_t *frame) {
+  if (!frame)
+    return;
+  struct vq *q = &vnet.rx;
+  spin_lock(&vnet.lock);
+  int id = buf_index(q, frame);
+  if (id < 0 || q->owner[id] != OWN_CALLER) {
+    spin_unlock(&vnet.lock);
+    kpanic("vnet_rx_release: %p is not a received frame held by the caller", frame);
+  }
+  q->owner[id] = OWN_DEVICE;
+  vq_add(q, (uint32_t)id);
+  vq_notify(q);
+  spin_unlock(&vnet.lock);
+}
+
+// ---- transmit ----
+
+// Move the buffers the device has finished sending to the free list.
+static void tx_reclaim(void) {
+  struct vq *q = &vnet.tx;
+  uint32_t id, len;
+  while (vq_next_used(q, &id, &len))
+    if (id < q->size && q->owner[id] == OWN_DEVICE) {
+      q->owner[id] = OWN_FREE;
+      vnet.tx_free[vnet.ntx_free++] = (uint16_t)id;
+    }
+}
+
+uint8_t *vnet_tx_buf(void) {
+  if (!vnet.present)
+    return 0;
+  struct vq *q = &vnet.tx;
+  spin_lock(&vnet.lock);
+  tx_reclaim();
+  if (vnet.ntx_free == 0) {
+    vnet.st.tx_full++;
+    spin_unlock(&vnet.lock);
+    return 0;
+  }
+  uint32_t id = vnet.tx_free[--vnet.ntx_free];
+  q->owner[id] = OWN_CALLER;
+  spin_unlock(&vnet.lock);
+  uint8_t *buf = buf_at(q, id);
+  memset(buf, 0, VNET_HDR_LEN);             // no checksum offload, no GSO
+  return buf + VNET_HDR_LEN;
+}
+
+void vnet_tx_submit(uint8_t *buf, size_t len) {
+  struct vq *q = &vnet.tx;
+  spin_lock(&vnet.lock);
+  int id = buf_index(q, buf);
+  if (id < 0 || q->owner[id] != OWN_CALLER || len > VNET_FRAME_MAX) {
+    spin_unlock(&vnet.lock);
+    kpanic("vnet_tx_submit: %p (%lu bytes) is not a transmit buffer held by the caller",
+           buf, (unsigned long)len);
+  }
+  if (len == 0) {                           // nothing to send: the buffer goes back unsent
+    q->owner[id] = OWN_FREE;
+    vnet.tx_free[vnet.ntx_free++] = (uint16_t)id;
+    spin_unlock(&vnet.lock);
+    return;
+  }
+  q->desc[id].len = (uint32_t)(VNET_HDR_LEN + len);
+  q->owner[id] = OWN_DEVICE;
+  vq_add(q, (uint32_t)id);
+  vq_notify(q);
+  vnet.st.tx_frames++;
+  vnet.st.tx_bytes += len;
+  spin_unlock(&vnet.lock);
+}
+
+void vnet_get_stats(struct vnet_stats *st) {
+  spin_lock(&vnet.lock);
+  *st = vnet.st;
+  spin_unlock(&vnet.lock);
+}

@@ -1,0 +1,107 @@
+// The network stack's lifecycle, its lock, and lwIP's timeouts (net/net.h).
+#include "net.h"
+#include "hart.h"
+#include "kco.h"
+#include "printf.h"
+#include "riscv.h"
+#include "spinlock.h"
+#include "timer.h"
+#include "abi.h"
+#include "lwip/init.h"
+#include "lwip/timeouts.h"
+
+static struct spinlock lock = SPINLOCK_INIT("net");
+static int started;
+static struct net_stats stats;
+
+// The timer coroutine: when lwIP's next timeout is due, run sys_check_timeouts.
+// It sleeps until that deadline; if a call into lwIP schedules an earlier one
+// (a TCP connection becoming active starts the TCP timer), net_unlock wakes it
+// to re-arm. Idle, it wakes only for lwIP's own slow cyclic timers (ARP, 1 s).
+static cid_t timer_cid;
+static uint64_t armed_deadline;      // rdtime value the timer coroutine sleeps until; guarded by lock
+
+static uint64_t ms_to_ticks(uint32_t ms) { return (uint64_t)ms * (board.timebase_hz / 1000); }
+
+static int timer_poll(void *arg) {
+  (void)arg;
+  net_lock();
+  sys_check_timeouts();
+  stats.timer_runs++;
+  uint32_t sleep_ms = sys_timeouts_sleeptime();
+  // SYS_TIMEOUTS_SLEEPTIME_INFINITE: nothing scheduled; a new timeout will
+  // come through net_unlock. Otherwise sleep until the next one.
+  uint64_t deadline = sleep_ms == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? UINT64_MAX
+                                                                 : rdtime() + ms_to_ticks(sleep_ms);
+  armed_deadline = deadline;
+  spin_unlock(&lock);                // not net_unlock: nothing to re-arm
+  if (deadline != UINT64_MAX)
+    timer_add(deadline, kco_current());
+  return CO_PENDING;
+}
+
+void net_lock(void) { spin_lock(&lock); }
+
+void net_unlock(void) {
+  int rearm = 0;
+  if (timer_cid) {
+    uint32_t sleep_ms = sys_timeouts_sleeptime();
+    if (sleep_ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
+        rdtime() + ms_to_ticks(sleep_ms) < armed_deadline) {
+      armed_deadline = 0;            // one wake is enough until it re-arms
+      rearm = 1;
+    }
+  }
+  spin_unlock(&lock);
+  if (rearm)
+    kco_wake(timer_cid);
+}
+
+int net_started(void) { return __atomic_load_n(&started, __ATOMIC_ACQUIRE); }
+
+int net_start(void) {
+  static struct spinlock start_lock = SPINLOCK_INIT("net-start");
+  static int tried, result;
+  spin_lock(&start_lock);
+  int err = result;
+  if (!tried) {
+    tried = 1;
+    lwip_init();
+    err = netif_virtio_start();
+    if (err == 0) {
+      int64_t cid = kco_spawn(timer_poll, 0, NET_PRIO);
+      if (cid < 0)
+        err = -ENOMEM;
+      else
+        timer_cid = (cid_t)cid;
+    }
+    if (err == 0)
+      __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+    result = err;
+    if (err)
+      kprintf("net: cannot start the network stack: error %d\n", err);
+  }
+  spin_unlock(&start_lock);
+  return err;
+}
+
+void net_get_stats(struct net_stats *st) {
+  spin_lock(&lock);
+  *st = stats;
+  spin_unlock(&lock);
+}
+
+// Counters kept for net/netif.c, which calls these with the lock held.
+void netif_count_tx(int sent) {
+  if (sent)
+    stats.tx_frames++;
+  else
+    stats.tx_full++;
+}
+
+void netif_count_rx(int accepted) {
+  if (accepted)
+    stats.rx_frames++;
+  else
+    stats.rx_dropped++;
+}

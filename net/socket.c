@@ -1,0 +1,440 @@
+// Kernel TCP sockets over lwIP's raw API (see net/socket.h).
+//
+// Everything here runs under the network lock: the calls below take it, and
+// lwIP's callbacks (accept_cb, recv_cb, sent_cb, err_cb) are called by lwIP
+// with it held. The callbacks only record what happened and wake the socket's
+// wait queue; the data moves when a system call asks for it, so a process
+// that does not read leaves the data in lwIP's window, and TCP flow control
+// slows the peer down (tcp_recved opens the window as the process reads).
+#include "socket.h"
+#include "net.h"
+#include "abi.h"
+#include "klib.h"
+#include "kmalloc.h"
+#include "lwip/pbuf.h"
+#include "lwip/tcp.h"
+#include "lwip/priv/tcp_priv.h"
+
+enum sock_state { S_NEW, S_BOUND, S_LISTEN, S_CONN, S_CLOSED };
+
+struct socket {
+  int refs;                      // the descriptor's and every call in flight's
+  enum sock_state state;
+  struct tcp_pcb *pcb;           // NULL once lwIP freed it (err_cb) or we let it go (close)
+  // a connection
+  struct pbuf *rx;               // received, not yet read; the first pbuf's payload starts at the unread byte
+  int rx_eof;                    // the peer sent FIN
+  int err;                       // -ECONNRESET, ... once the connection failed
+  int rd_shut, wr_shut;          // shutdown() directions
+  // a listener: connections waiting for accept (each holds one reference)
+  struct socket *aq_head, *aq_tail, *aq_next;
+  int aq_len, backlog;
+  struct waitq wq;
+};
+
+static int nsockets;
+static struct sock_stats stats;
+
+static void wake(struct socket *s) { waitq_wake_all(&s->wq); }
+
+static struct socket *sock_alloc(void) {
+  if (nsockets >= SOCK_MAX)
+    return 0;
+  struct socket *s = kzalloc(sizeof *s);
+  if (!s)
+    return 0;
+  s->refs = 1;
+  waitq_init(&s->wq, "socket");
+  nsockets++;
+  return s;
+}
+
+static void put_locked(struct socket *s) {
+  if (--s->refs > 0)
+    return;
+  if (s->rx)
+    pbuf_free(s->rx);
+  nsockets--;
+  kfree(s);
+}
+
+static int lwip_errno(err_t err) {
+  switch (err) {
+  case ERR_RST: return -ECONNRESET;
+  case ERR_ABRT: return -ECONNABORTED;
+  case ERR_CLSD: return -ENOTCONN;
+  case ERR_MEM: return -ENOMEM;
+  default: return -EIO;
+  }
+}
+
+// ---- lwIP callbacks (network lock held) ----
+static err_t recv_cb(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) {
+  struct socket *s = arg;
+  (void)pcb;
+  (void)err;                      // lwIP passes ERR_OK here in 2.1
+  if (!p)
+    s->rx_eof = 1;
+  else {
+    stats.bytes_in += p->tot_len;
+    if (s->rx)
+      pbuf_cat(s->rx, p);        // the window bounds the total (TCP_WND < 64 KiB)
+    else
+      s->rx = p;
+  }
+  wake(s);
+  return ERR_OK;
+}
+
+static err_t sent_cb(void *arg, struct tcp_pcb *pcb, u16_t len) {
+  (void)pcb;
+  (void)len;
+  wake(arg);                      // send buffer space came back
+  return ERR_OK;
+}
+
+// lwIP has already freed the pcb when it calls this.
+static void err_cb(void *arg, err_t err) {
+  struct socket *s = arg;
+  s->pcb = 0;
+  s->err = lwip_errno(err);
+  stats.resets++;
+  wake(s);
+}
+
+static void attach(struct socket *s, struct tcp_pcb *pcb) {
+  s->pcb = pcb;
+  tcp_arg(pcb, s);
+  tcp_recv(pcb, recv_cb);
+  tcp_sent(pcb, sent_cb);
+  tcp_err(pcb, err_cb);
+}
+
+// A connection completed its handshake on listener `arg`. Returning an error
+// makes lwIP abort it (a reset to the peer): that is how a full accept queue or
+// the socket limit refuses a connection cleanly.
+static err_t accept_cb(void *arg, struct tcp_pcb *newpcb, err_t err) {
+  struct socket *l = arg;
+  if (err != ERR_OK || !newpcb)
+    return ERR_VAL;               // lwIP could not allocate the connection
+  struct socket *s = 0;
+  if (l && l->state == S_LISTEN && l->aq_len < l->backlog)
+    s = sock_alloc();
+  if (!s) {
+    stats.refused++;
+    return ERR_MEM;
+  }
+  s->state = S_CONN;
+  attach(s, newpcb);
+  if (l->aq_tail)
+    l->aq_tail->aq_next = s;
+  else
+    l->aq_head = s;
+  l->aq_tail = s;
+  l->aq_len++;
+  stats.accepted++;
+  wake(l);
+  return ERR_OK;
+}
+
+// ---- the calls ----
+int sock_create(struct socket **out) {
+  int err = net_start();
+  if (err)
+    return err;
+  net_lock();
+  struct socket *s = sock_alloc();
+  struct tcp_pcb *pcb = s ? tcp_new() : 0;
+  if (s && pcb) {
+    // Restarting a server must not fail while old connections on its port
+    // linger in TIME_WAIT (accepted connections inherit the option).
+    ip_set_option(pcb, SOF_REUSEADDR);
+    attach(s, pcb);
+    *out = s;
+  } else if (s)
+    put_locked(s);
+  err = !s ? (nsockets >= SOCK_MAX ? -EMFILE : -ENOMEM) : !pcb ? -ENOMEM : 0;
+  net_unlock();
+  return err;
+}
+
+// SOF_REUSEADDR (set on every socket) lets lwIP bind a port that connections
+// in TIME_WAIT still use, but also one that another socket has bound or listens
+// on. Refuse those two here, as POSIX systems do.
+static int port_in_use(u16_t port) {
+  for (struct tcp_pcb_listen *l = tcp_listen_pcbs.listen_pcbs; l; l = l->next)
+    if (l->local_port == port)
+      return 1;
+  for (struct tcp_pcb *b = tcp_bound_pcbs; b; b = b->next)
+    if (b->local_port == port)
+      return 1;
+  return 0;
+}
+
+int sock_bind(struct socket *s, int port) {
+  if (port <= 0 || port > 65535)
+    return -EINVAL;
+  net_lock();
+  int r = -EINVAL;
+  if (s->state == S_NEW && s->pcb && port_in_use((u16_t)port))
+    r = -EADDRINUSE;
+  else if (s->state == S_NEW && s->pcb) {
+    err_t e = tcp_bind(s->pcb, IP_ADDR_ANY, (u16_t)port);
+    r = e == ERR_OK ? 0 : e == ERR_USE ? -EADDRINUSE : lwip_errno(e);
+    if (r == 0)
+      s->state = S_BOUND;
+  }
+  net_unlock();
+  return r;
+}
+
+int sock_listen(struct socket *s, int backlog) {
+  net_lock();
+  int r = -EINVAL;
+  if (s->state == S_BOUND && s->pcb) {
+    err_t e;
+    // lwIP's own backlog limits half-open connections only (its maximum):
+    // the accept queue below enforces the caller's backlog.
+    struct tcp_pcb *lpcb = tcp_listen_with_backlog_and_err(s->pcb, 255, &e);
+    if (lpcb) {
+      s->pcb = lpcb;             // lwIP freed the old pcb
+      tcp_arg(lpcb, s);
+      tcp_accept(lpcb, accept_cb);
+      s->backlog = backlog < 1 ? 1 : backlog > SOCK_BACKLOG_MAX ? SOCK_BACKLOG_MAX : backlog;
+      s->state = S_LISTEN;
+      r = 0;
+    } else
+      r = lwip_errno(e);
+  }
+  net_unlock();
+  return r;
+}
+
+int sock_accept(struct socket *s, struct socket **out) {
+  net_lock();
+  int r = s->state == S_CLOSED ? -EBADF : s->state != S_LISTEN ? -EINVAL : -EAGAIN;
+  struct socket *c = s->state == S_LISTEN ? s->aq_head : 0;
+  if (c) {
+    s->aq_head = c->aq_next;
+    if (!s->aq_head)
+      s->aq_tail = 0;
+    c->aq_next = 0;
+    s->aq_len--;
+    *out = c;                    // the queue's reference becomes the caller's
+    r = 0;
+  }
+  net_unlock();
+  return r;
+}
+
+// The state checks recv and send share. 0 if the transfer may proceed.
+static int conn_check(struct socket *s) {
+  if (s->state == S_CLOSED)
+    return -EBADF;
+  return s->state == S_CONN ? 0 : -ENOTCONN;
+}
+
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n) {
+  net_lock();
+  long r = conn_check(s);
+  if (r == 0 && s->rd_shut)
+    r = 0;
+  else if (r == 0 && s->rx) {
+    long done = 0;
+    int fault = 0;
+    while (done < n && s->rx) {
+      struct pbuf *q = s->rx;
+      if (q->len == 0) {          // an empty pbuf in the chain: unlink and free it alone
+        s->rx = q->next;         // the chain's reference to the rest becomes ours
+        q->next = 0;
+        q->tot_len = 0;
+        pbuf_free(q);
+        continue;
+      }
+      u16_t m = (u16_t)(q->len < n - done ? q->len : n - done);
+      if (copyout(pt, uva + (uint64_t)done, q->payload, m) < 0) {
+        fault = 1;
+        break;
+      }
+      done += m;
+      s->rx = pbuf_free_header(q, m);   // frees the pbufs read to their end
+    }
+    if (s->pcb)
+      for (long left = done; left > 0; left -= 0xffff)
+        tcp_recved(s->pcb, (u16_t)(left < 0xffff ? left : 0xffff));
+    r = done ? done : fault ? -EFAULT : -EAGAIN;
+  }
+  if (r == 0 && !s->rd_shut && !s->rx && s->state == S_CONN)
+    r = s->err ? s->err : s->rx_eof ? 0 : s->pcb ? -EAGAIN : -ENOTCONN;
+  net_unlock();
+  return r;
+}
+
+#define SEND_CHUNK 512                // bytes copied from user memory per tcp_write
+
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n) {
+  char tmp[SEND_CHUNK];
+  net_lock();
+  long r = conn_check(s);
+  if (r == 0)
+    r = s->err ? s->err : (s->wr_shut || !s->pcb) ? -EPIPE : 0;
+  if (r == 0) {
+    long done = 0;
+    while (done < n) {
+      long room = tcp_sndbuf(s->pcb);
+      if (room == 0 || tcp_sndqueuelen(s->pcb) >= TCP_SND_QUEUELEN)
+        break;
+      long m = n - done;
+      if (m > room)
+        m = room;
+      if (m > SEND_CHUNK)
+        m = SEND_CHUNK;
+      if (copyin(pt, tmp, uva + (uint64_t)done, (size_t)m) < 0) {
+        if (!done)
+          done = -EFAULT;
+        break;
+      }
+      u8_t flags = TCP_WRITE_FLAG_COPY | (done + m < n ? TCP_WRITE_FLAG_MORE : 0);
+      if (tcp_write(s->pcb, tmp, (u16_t)m, flags) != ERR_OK)
+        break;                   // out of segments for now: what is queued goes out
+      done += m;
+    }
+    if (done > 0) {
+      stats.bytes_out += (uint64_t)done;
+      tcp_output(s->pcb);
+    }
+    r = done ? done : -EAGAIN;
+  }
+  net_unlock();
+  return r;
+}
+
+int sock_shutdown(struct socket *s, int how) {
+  if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+    return -EINVAL;
+  net_lock();
+  int r = conn_check(s);
+  if (r == 0) {
+    if (how != SHUT_WR)
+      s->rd_shut = 1;
+    if (how != SHUT_RD && !s->wr_shut) {
+      s->wr_shut = 1;
+      if (s->pcb)
+        tcp_shutdown(s->pcb, 0, 1);   // sends FIN once queued data is out
+    }
+    wake(s);
+  }
+  net_unlock();
+  return r;
+}
+
+// Let go of a connection's pcb: detach our callbacks, then close it gracefully
+// (FIN), or reset it if there is unread data or lwIP cannot close it now.
+static void release_conn_pcb(struct socket *s) {
+  struct tcp_pcb *pcb = s->pcb;
+  s->pcb = 0;
+  if (!pcb)
+    return;
+  tcp_arg(pcb, 0);
+  tcp_recv(pcb, 0);              // lwIP then drops late data itself
+  tcp_sent(pcb, 0);
+  tcp_err(pcb, 0);
+  if (s->rx || tcp_close(pcb) != ERR_OK)
+    tcp_abort(pcb);
+}
+
+void sock_close(struct socket *s) {
+  net_lock();
+  if (s->state == S_LISTEN) {
+    if (s->pcb) {
+      tcp_arg(s->pcb, 0);
+      tcp_accept(s->pcb, 0);
+      tcp_close(s->pcb);         // always succeeds for a listening pcb
+      s->pcb = 0;
+    }
+    // Connections nobody accepted: reset them.
+    while (s->aq_head) {
+      struct socket *c = s->aq_head;
+      s->aq_head = c->aq_next;
+      if (c->pcb) {
+        tcp_err(c->pcb, 0);
+        tcp_abort(c->pcb);
+        c->pcb = 0;
+      }
+      put_locked(c);
+    }
+    s->aq_tail = 0;
+    s->aq_len = 0;
+  } else
+    release_conn_pcb(s);
+  if (s->rx) {
+    pbuf_free(s->rx);
+    s->rx = 0;
+  }
+  s->state = S_CLOSED;
+  wake(s);                       // calls still waiting fail with -EBADF
+  put_locked(s);
+  net_unlock();
+}
+
+void sock_get(struct socket *s) {
+  net_lock();
+  s->refs++;
+  net_unlock();
+}
+
+void sock_put(struct socket *s) {
+  net_lock();
+  put_locked(s);
+  net_unlock();
+}
+
+struct waitq *sock_waitq(struct socket *s) { return &s->wq; }
+
+int sock_ready(struct socket *s, enum sock_op op) {
+  net_lock();
+  int r;
+  if (s->state == S_CLOSED)
+    r = 1;
+  else if (op == SOCK_ACCEPT)
+    r = s->state != S_LISTEN || s->aq_head;
+  else if (s->state != S_CONN || s->err || !s->pcb)
+    r = 1;
+  else if (op == SOCK_RECV)
+    r = s->rx || s->rx_eof || s->rd_shut;
+  else
+    r = s->wr_shut || (tcp_sndbuf(s->pcb) > 0 && tcp_sndqueuelen(s->pcb) < TCP_SND_QUEUELEN);
+  net_unlock();
+  return r;
+}
+
+int sock_count(void) {
+  net_lock();
+  int n = nsockets;
+  net_unlock();
+  return n;
+}
+
+static int list_len(struct tcp_pcb *pcb) {
+  int n = 0;
+  for (; pcb; pcb = pcb->next)
+    n++;
+  return n;
+}
+
+int sock_tcp_pcbs(void) {
+  if (!net_started())
+    return 0;
+  net_lock();
+  int n = list_len(tcp_bound_pcbs) + list_len(tcp_active_pcbs) + list_len(tcp_tw_pcbs);
+  for (struct tcp_pcb_listen *l = tcp_listen_pcbs.listen_pcbs; l; l = l->next)
+    n++;
+  net_unlock();
+  return n;
+}
+
+void sock_get_stats(struct sock_stats *st) {
+  net_lock();
+  *st = stats;
+  net_unlock();
+}

@@ -1,0 +1,53 @@
+// Kernel TCP sockets over lwIP's raw API (net/socket.c).
+//
+// Every operation here is non-blocking: one that would have to wait returns
+// -EAGAIN, and the system-call layer (kernel/sys_net.c) decides how to wait:
+// as a stackless kernel coroutine, a blocking kernel thread, or through the
+// process's polling thread (the server models of COPS section 5). Each socket
+// has one wait queue, woken on every event (data, space, a new connection, an
+// error, a close); waiters re-test with sock_ready.
+//
+// Lifetime: a socket is reference-counted. The descriptor holds one reference
+// and every call in flight holds one, so a call that waits can never find its
+// socket freed. Closing the descriptor (sock_close) shuts the connection down
+// at once and wakes every waiter, which then fails with -EBADF.
+#ifndef SOCKET_H
+#define SOCKET_H
+#include <stdint.h>
+#include "uvm.h"
+#include "waitq.h"
+
+#define SOCK_MAX 2048                // sockets in the whole kernel (listening + connections)
+#define SOCK_BACKLOG_MAX 1024        // connections a listener keeps waiting for accept
+
+struct socket;
+
+enum sock_op { SOCK_ACCEPT, SOCK_RECV, SOCK_SEND };
+
+int sock_create(struct socket **out);                 // 0, -ENOMEM, -EMFILE (SOCK_MAX reached), -ENODEV
+int sock_bind(struct socket *s, int port);            // 0, -EINVAL, -EADDRINUSE
+int sock_listen(struct socket *s, int backlog);       // 0, -EINVAL, -ENOMEM
+int sock_accept(struct socket *s, struct socket **out);   // 0, -EAGAIN, -EINVAL, -EBADF
+// Transfers between the socket and user memory at uva in page table pt (already
+// validated by the caller). recv: bytes, 0 when the peer has closed, -EAGAIN,
+// -ECONNRESET... send: bytes queued (at least 1), -EAGAIN, -EPIPE, -ECONNRESET...
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n);
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n);
+int sock_shutdown(struct socket *s, int how);         // 0, -EINVAL, -ENOTCONN
+void sock_close(struct socket *s);                    // the descriptor is gone: shut down, drop its reference
+
+void sock_get(struct socket *s);
+void sock_put(struct socket *s);
+struct waitq *sock_waitq(struct socket *s);
+int sock_ready(struct socket *s, enum sock_op op);    // would op make progress (or fail) now?
+
+int sock_count(void);                                 // sockets alive
+int sock_tcp_pcbs(void);                              // lwIP TCP control blocks alive
+
+struct sock_stats {
+  uint64_t accepted, refused;        // connections queued for accept / refused with a reset
+  uint64_t resets;                   // connections that ended with an error (reset by the peer, ...)
+  uint64_t bytes_in, bytes_out;
+};
+void sock_get_stats(struct sock_stats *st);
+#endif

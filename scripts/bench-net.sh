@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The paper's section 5.1 experiment on QEMU: matrixd in each model (KCUC, KCUT,
+# KTUT, KTUC) on one hart, with 16, 64 and 128 connections, each sending a 15x15
+# matrix every 100 ms for 5 s (the host client measures send -> first byte of
+# the answer). One boot per model, reused for the three connection counts.
+# Prints BENCH lines and writes docs/results/net.md.
+#
+#   scripts/bench-net.sh        (env: BUILD, QEMU, OPENSBI, OUT, MODELS, CONNS)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+QEMU=${QEMU:-qemu-system-riscv64}
+OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
+OUT=${OUT:-docs/results/net.md}
+MODELS=${MODELS:-kcuc kcut ktut ktuc}
+CONNS=${CONNS:-16 64 128}
+INTERVAL_MS=100
+DURATION_S=5
+SIZE=15
+SMP=1
+MCLIENT=$BUILD/host/mclient
+DIR=$BUILD/bench-net
+mkdir -p "$DIR" "$(dirname "$OUT")"
+
+if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
+  echo "bench-net: the kernel or the host client does not build (see $DIR/build.log)" >&2
+  exit 1
+fi
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+clean() { tr -d '\r' < "$1"; }
+field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
+
+rows=()
+status=0
+for model in $MODELS; do
+  log=$DIR/$model.log
+  port=$(free_port)
+  timeout 900 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
+    -smp $SMP -m 256M -global virtio-mmio.force-legacy=false \
+    -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$port-:80" -device virtio-net-device,netdev=net0 \
+    -append "user=matrixd,-m,$model,-q" < /dev/null > "$log" 2>&1 &
+  qpid=$!
+  up=0
+  for _ in $(seq 1 600); do
+    clean "$log" | grep -q "^matrixd: baseline " && { up=1; break; }
+    kill -0 $qpid 2> /dev/null || break
+    sleep 0.1
+  done
+  if [ $up = 0 ]; then
+    echo "bench-net: matrixd ($model) did not start; see $log" >&2
+    kill $qpid 2> /dev/null; wait $qpid 2> /dev/null
+    status=1
+    continue
+  fi
+  for c in $CONNS; do
+    out=$DIR/${model}_$c.out
+    idle_before=$(clean "$log" | grep -c "^matrixd: idle ")
+    timeout 300 "$MCLIENT" -p "$port" -c "$c" -i $INTERVAL_MS -d $DURATION_S -n $SIZE \
+      --json "$DIR/${model}_$c.json" > "$out" 2>&1
+    rc=$?
+    last=$(grep "^mclient: " "$out" | tail -1)
+    if [ -z "$last" ]; then
+      echo "bench-net: $model with $c connections: no result line (exit $rc); see $out" >&2
+      status=1
+      rows+=("| ${model^^} | $c | $((c * 1000 / INTERVAL_MS)) | failed | | | | | | | see $out |")
+      continue
+    fi
+    rps=$(field rps "$last") p50=$(field p50_us "$last") p90=$(field p90_us "$last")
+    p99=$(field p99_us "$last") max=$(field max_us "$last") wrong=$(field wrong "$last")
+    conn=$(field connected "$last") errs=$(field errors "$last")
+    offered=$((c * 1000 / INTERVAL_MS))
+    pct=$(awk -v a="$rps" -v o="$offered" 'BEGIN { printf "%.0f", 100 * a / o }')
+    echo "BENCH name=${model}_${c}_rps value=$rps unit=req/s"
+    echo "BENCH name=${model}_${c}_p99_us value=$p99 unit=us"
+    rows+=("| ${model^^} | $c | $offered | $rps | $pct% | $p50 | $p90 | $p99 | $max | $wrong | connected $conn, errors $errs, exit $rc |")
+    # Let the connections drain (TIME_WAIT included) before the next count, so
+    # one run's tail does not load the next.
+    for _ in $(seq 1 300); do
+      [ "$(clean "$log" | grep -c "^matrixd: idle ")" -gt "$idle_before" ] && break
+      sleep 0.1
+    done
+  done
+  kill $qpid 2> /dev/null
+  wait $qpid 2> /dev/null
+done
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+{
+  echo "# Network benchmark: matrixd in the four models"
+  echo
+  echo "Produced by \`make bench\` (scripts/bench-net.sh) on $(date -u +%F):"
+  echo "QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'), machine virt, \`-smp $SMP\`, 256 MiB, TCG"
+  echo "(no \`-icount\`: wall-clock time), virtio-net on QEMU's user network; host CPU: ${cpu:-unknown}."
+  echo
+  echo "The paper's section 5.1 setup: each connection sends one ${SIZE}x${SIZE} matrix every"
+  echo "${INTERVAL_MS} ms for ${DURATION_S} s (offered load = connections x $((1000 / INTERVAL_MS)) req/s), framed"
+  echo "requests, after all connections are established. Latency is measured by the host"
+  echo "client (\`$MCLIENT\`) from sending a request to the first byte of its answer."
+  echo "One boot per model; the three connection counts run one after the other on it."
+  echo "Absolute figures depend on the host running QEMU: compare the models with each"
+  echo "other, not with the paper's FPGA numbers."
+  echo
+  echo "| model | conns | offered req/s | achieved req/s | % of offered | p50 us | p90 us | p99 us | max us | wrong | notes |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  for r in "${rows[@]}"; do echo "$r"; done
+  echo
+  echo "Models: KCUC = user coroutines + async calls served by a kernel coroutine each;"
+  echo "KTUC = user coroutines + async calls served by one polling kernel thread per process;"
+  echo "KCUT = three user threads per connection, sync calls, a kernel coroutine per waiting call;"
+  echo "KTUT = the same with a kernel thread per waiting call. Raw client output: \`$DIR/\`."
+} > "$OUT"
+echo "bench-net: wrote $OUT" >&2
+exit $status

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Network tests: matrixd (user/matrixd.c) in each of the paper's four models,
+# driven from the host through QEMU's user network.
+#
+# For each model (kcuc kcut ktut ktuc): boot `user=matrixd,-m,MODEL` on 2 harts
+# with a free host port forwarded to the guest's port 80, run the host client
+# (16 connections, 3 s), and check that once the connections are gone the
+# server's "idle" line shows the kernel's kmalloc counters back at the
+# "baseline" line's values. The KCUC boot also gets: 20x20 requests, the
+# paper's unframed base protocol, tests/net/badinput.py while a load runs on
+# other connections, and a 1,000-connection flood, after which the kernel must
+# be alive, matrixd must serve a fresh client and the counters must be back.
+#
+# Prints "PASS net/<name>" or "FAIL net/<name>: why" per check and nothing else
+# on stdout; exit status 1 if anything failed. QEMU logs and client output are in
+# $BUILD/test-logs/net-*.log.
+#
+#   scripts/nettest.sh [model ...]      (env: BUILD, QEMU_LIMIT, QEMU, OPENSBI)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+LOGS=$BUILD/test-logs
+QEMU=${QEMU:-qemu-system-riscv64}
+OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
+QEMU_LIMIT=${QEMU_LIMIT:-600}
+MCLIENT=$BUILD/host/mclient
+MODELS=${*:-kcuc kcut ktut ktuc}
+mkdir -p "$LOGS"
+
+failed=0
+pass() { echo "PASS net/$1"; }
+fail() { echo "FAIL net/$1: $2"; failed=$((failed + 1)); }
+
+if ! make -s BUILD="$BUILD" all client > "$LOGS/net.build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
+  fail build "kernel or host client does not build (see $LOGS/net.build.log)"
+  exit 1
+fi
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ---- one QEMU boot ----
+QPID=
+LOG=
+PORT=
+boot() {   # boot MODEL SMP: start QEMU in the background; 0 once matrixd's baseline is out
+  local model=$1 smp=$2
+  LOG=$LOGS/net-$model.log
+  PORT=$(free_port)
+  timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
+    -nographic -smp "$smp" -m 256M -global virtio-mmio.force-legacy=false \
+    -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$PORT-:80" -device virtio-net-device,netdev=net0 \
+    -append "user=matrixd,-m,$model" < /dev/null > "$LOG" 2>&1 &
+  QPID=$!
+  for _ in $(seq 1 600); do
+    grep -q "^matrixd: baseline " <(tr -d '\r' < "$LOG") && return 0
+    kill -0 "$QPID" 2> /dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+halt() {
+  [ -n "$QPID" ] && kill "$QPID" 2> /dev/null
+  [ -n "$QPID" ] && wait "$QPID" 2> /dev/null
+  QPID=
+}
+
+lines() { tr -d '\r' < "$LOG" | grep -c "^matrixd: $1 " ; }
+field() { sed -n "s/.* $1=\([0-9-]*\).*/\1/p" <<< "$2"; }
+
+# Why a run went wrong, from the log: a kernel panic or fault, a killed process.
+trouble() {
+  tr -d '\r' < "$LOG" |
+    grep -m1 -E "PANIC|KERNEL FAULT|coral: pid [0-9]+ \(matrixd\) killed|cops: |init: matrixd exited" || true
+}
+
+# idle_check NAME BEFORE: wait (up to 40 s) for an idle line beyond the first
+# BEFORE ones, then compare its kmalloc counters with the baseline.
+idle_check() {
+  local name=$1 before=$2 base idle
+  for _ in $(seq 1 400); do
+    [ "$(lines idle)" -gt "$before" ] && break
+    sleep 0.1
+  done
+  if [ "$(lines idle)" -le "$before" ]; then
+    fail "$name" "no idle line within 40 s after the clients ended ($(trouble)) (see $LOG)"
+    return
+  fi
+  sleep 0.5    # a later idle line, if one is on its way, is the one that counts
+  base=$(tr -d '\r' < "$LOG" | grep -m1 "^matrixd: baseline ")
+  idle=$(tr -d '\r' < "$LOG" | grep "^matrixd: idle " | tail -1)
+  local ok=1 k
+  for k in kmalloc_bytes kmalloc_objects; do
+    [ "$(field $k "$base")" = "$(field $k "$idle")" ] || ok=0
+  done
+  if [ $ok = 1 ]; then
+    pass "$name"
+  else
+    fail "$name" "kernel memory not back to the baseline: '${base#matrixd: }' vs '${idle#matrixd: }' (see $LOG)"
+  fi
+}
+
+# client NAME ARGS...: run the host client against the current boot; PASS if it
+# exits 0, else FAIL with its last line. Output in $LOGS/net-NAME.client.log.
+client() {
+  local name=$1; shift
+  local out=$LOGS/net-$name.client.log
+  if timeout 120 "$MCLIENT" -p "$PORT" "$@" > "$out" 2>&1; then
+    pass "$name"
+    return 0
+  fi
+  local rc=$?
+  fail "$name" "mclient $* exited with $rc: $(tail -1 "$out") ($(trouble)) (see $out and $LOG)"
+  return 1
+}
+
+for model in $MODELS; do
+  if ! boot "$model" 2; then
+    fail "$model/boot" "no 'matrixd: baseline' line ($(tr -d '\r' < "$LOG" | grep -m1 -E 'matrixd: .*failed|PANIC' || echo timeout)) (see $LOG)"
+    halt
+    continue
+  fi
+  grep -q "^matrixd: listening on port 80, model ${model^^}" <(tr -d '\r' < "$LOG") ||
+    fail "$model/banner" "no 'matrixd: listening on port 80, model ${model^^}' line (see $LOG)"
+
+  n=$(lines idle)
+  client "$model/load" -c 16 -d 3
+  idle_check "$model/idle" "$n"
+
+  if [ "$model" = kcuc ]; then
+    n=$(lines idle)
+    client kcuc/n20 -c 8 -d 2 -n 20
+    idle_check kcuc/idle-after-n20 "$n"
+    n=$(lines idle)
+    client kcuc/base-protocol -c 8 -d 2 --base
+    idle_check kcuc/idle-after-base-protocol "$n"
+
+    # Bad input on some connections while a load runs on others: the load must
+    # still get every answer right.
+    n=$(lines idle)
+    timeout 120 "$MCLIENT" -p "$PORT" -c 8 -i 50 -d 20 > "$LOGS/net-kcuc-badinput-load.client.log" 2>&1 &
+    load=$!
+    sleep 1
+    out=$LOGS/net-kcuc-badinput.log
+    timeout 120 python3 tests/net/badinput.py -p "$PORT" > "$out" 2>&1
+    rc=$?
+    while IFS= read -r line; do
+      case "$line" in
+        "PASS "*) pass "kcuc/badinput/${line#PASS }" ;;
+        "FAIL "*) rest=${line#FAIL }; fail "kcuc/badinput/${rest%%:*}" "${rest#*: } (see $out)" ;;
+      esac
+    done < "$out"
+    [ $rc -eq 0 ] || grep -q "^FAIL " "$out" ||
+      fail kcuc/badinput/run "badinput.py exited with $rc without a FAIL line (see $out)"
+    if wait "$load"; then
+      pass kcuc/badinput/load-unaffected
+    else
+      fail kcuc/badinput/load-unaffected "the load beside the bad input failed: $(tail -1 "$LOGS/net-kcuc-badinput-load.client.log") (see $LOGS/net-kcuc-badinput-load.client.log)"
+    fi
+    idle_check kcuc/idle-after-badinput "$n"
+
+    # The flood: 1,000 connections at once (some may be refused), one request a second.
+    n=$(lines idle)
+    client kcuc/flood-1000 -c 1000 -d 3 --allow-refused -i 1000
+    if [ -n "$(trouble)" ] || ! kill -0 "$QPID" 2> /dev/null; then
+      fail kcuc/flood-alive "after the flood: $(trouble) (QEMU running: $(kill -0 "$QPID" 2> /dev/null && echo yes || echo no)) (see $LOG)"
+    else
+      pass kcuc/flood-alive
+    fi
+    idle_check kcuc/idle-after-flood "$n"
+    n=$(lines idle)
+    client kcuc/after-flood -c 16 -d 3
+    idle_check kcuc/idle-after-flood-client "$n"
+  fi
+  t=$(trouble)
+  [ -z "$t" ] || fail "$model/log" "$t (see $LOG)"
+  halt
+done
+
+[ $failed -eq 0 ]

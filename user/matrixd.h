@@ -1,0 +1,133 @@
+// matrixd, the matrix-echo server of the COPS evaluation (paper section 5):
+// what its three source files share.
+//
+//   user/matrixd.c     main, options, the per-message work every model does
+//                      (parse, square, format), counters and the idle report
+//   user/matrixd_uc.c  KCUC and KTUC: three user coroutines per connection,
+//                      socket calls through cops_async
+//   user/matrixd_ut.c  KCUT and KTUT: three user threads per connection,
+//                      synchronous socket calls, pipes as queues
+//
+// The wire protocol is /work/shared/PROTOCOL.md; user/matrix_proto.c parses and
+// formats it.
+#ifndef MATRIXD_H
+#define MATRIXD_H
+#include "ulib.h"
+#include "cops.h"
+#include "matrix_proto.h"
+
+// The four models of the paper: K = kernel, U = user, C = coroutines, T = threads.
+enum md_model { MD_KCUC, MD_KCUT, MD_KTUT, MD_KTUC };
+
+struct md_config {
+  enum md_model model;
+  int port;
+  int max_n;          // largest request the parser takes (-n)
+  int prio_mod;       // -P mod: connection index mod the usable priorities
+  int max_conns;      // -c: more are accepted and closed at once
+  int quiet;          // -q: only the lines tests parse
+};
+extern struct md_config md_cfg;
+
+// Usable user priorities: COPS priority 0 belongs to the kernel (the kernel
+// clamps async calls to [1, COPS_NPRIO-1]), so connections get 1..COPS_NPRIO-1.
+#define MD_PRIO_BEST 1
+#define MD_PRIO_WORST (COPS_NPRIO - 1)
+#define MD_NPRIO (MD_PRIO_WORST - MD_PRIO_BEST + 1)
+
+// Bytes asked of one recv at most (md_recv_size: fewer when the parser has less
+// room). A recv that returns fewer bytes than asked emptied the socket's
+// buffer: "nothing more pending" (see md_more_pending in matrixd.c).
+#define MD_RECV_BYTES 4096
+// Replies a connection may have outstanding (queued to handle or send) before
+// its receiver stops reading: a peer that sends but never reads can cost only
+// this much memory.
+#define MD_MAX_OUTSTANDING 16
+// The bad-input rule for a request that stops mid-way (PROTOCOL.md).
+#define MD_STALL_MS 2000
+
+// Totals since start. The UT models change them from several threads: always
+// through the md_count_* helpers (atomic).
+struct md_totals {
+  long served;        // matrices answered (the whole reply handed to send)
+  long conns;         // connections accepted and served
+  long refused;       // connections accepted and closed at once (limit, no memory)
+  long open;          // connections open now
+};
+extern struct md_totals md_tot;
+static inline void md_count(long *v, long d) { __atomic_fetch_add(v, d, __ATOMIC_SEQ_CST); }
+static inline long md_get(long *v) { return __atomic_load_n(v, __ATOMIC_SEQ_CST); }
+
+// The kernel counters the leak check compares.
+struct md_kstat {
+  long bytes, objects, sockets, pcbs;
+};
+extern struct md_kstat md_baseline;
+void md_kstat_read(struct md_kstat *k);
+int md_kstat_at_baseline(const struct md_kstat *k);
+void md_print_baseline(void);
+void md_print_idle(const struct md_kstat *k);
+// The idle wait: at most this long, polling every MD_IDLE_POLL_MS.
+#define MD_IDLE_WAIT_MS 15000
+#define MD_IDLE_POLL_MS 200
+
+// A message between a connection's three parts. The receiver makes REQUESTs
+// and REPLYs (handshake answers, errors); the handler turns a REQUEST into a
+// REPLY and passes REPLYs on in order; the sender sends them. The end of the
+// stream is the queue's own business (UC: closed, UT: end of file).
+enum md_msg_kind { MD_REQUEST, MD_REPLY };
+struct md_msg {
+  struct md_msg *next;      // link in a coroutine queue (UC)
+  enum md_msg_kind kind;
+  int framed;
+  int n;                    // REQUEST: the matrix is n x n
+  int answer;               // REPLY: a matrix (counts as served once sent)
+  size_t len;               // REPLY: bytes in text
+  char *text;               // REPLY: points into this allocation
+  int64_t vals[];           // REQUEST: n*n values, row-major
+};
+
+// One connection's parser state (both model families embed it).
+struct md_parse {
+  struct mp_parser p;
+  char *buf;
+  int64_t *vals;
+  long last_rx;             // uptime of the last bytes received
+};
+int md_parse_init(struct md_parse *ps);
+void md_parse_free(struct md_parse *ps);
+
+// What md_parse_feed found besides messages.
+#define MD_FEED_OK 0
+#define MD_FEED_CLOSE 1     // "close connection": read no further, close when all is sent
+#define MD_FEED_NOMEM -1    // out of memory: end the connection
+
+// Feed n received bytes and emit every complete message, in order, through
+// emit(ctx, msg). *prio is set when a handshake carries prio=P (clamped).
+int md_parse_feed(struct md_parse *ps, const char *data, size_t n, int more_pending,
+                  void (*emit)(void *ctx, struct md_msg *m), void *ctx, int *prio);
+// The stall rule: bytes have waited MD_STALL_MS for the rest of their request.
+// Emits the "incomplete request" error reply (or the message the bytes make
+// once nothing more is pending). Returns MD_FEED_*.
+int md_parse_stall(struct md_parse *ps, void (*emit)(void *ctx, struct md_msg *m), void *ctx,
+                   int *prio);
+// How much to ask of the next recv, and whether more is pending after it.
+long md_recv_size(const struct md_parse *ps);
+int md_more_pending(long asked, long got);
+
+// A REQUEST becomes a REPLY (the request is freed); NULL if out of memory.
+struct md_msg *md_handle(struct md_msg *req);
+void md_msg_free(struct md_msg *m);
+
+// The priority of connection number `index` under the configured policy.
+int md_policy_prio(long index);
+
+// Each model: run the server on the listening socket; never returns unless it
+// cannot start (then the return value is main's exit status).
+int md_run_uc(int lfd);
+int md_run_ut(int lfd);
+#define MD_UT_MAX_CONNS ((MAXTHREADS_ABI - 2) / 3)
+
+#define md_log(...) do { if (!md_cfg.quiet) printf(__VA_ARGS__); } while (0)
+
+#endif

@@ -1,0 +1,377 @@
+// matrixd's coroutine models, KCUC and KTUC (the kernel mode, set by main, is
+// the only difference): every connection is three stackful user coroutines,
+//
+//   receiver --rxq--> handler --txq--> sender
+//
+// and every socket call that may wait is made with cops_async, so only the
+// calling coroutine waits: the kernel completes the call later and wakes it
+// through the completion ring and a user interrupt. The coroutines of a
+// connection run at its priority, and cops_async passes that priority to the
+// kernel with each call.
+//
+// Everything here runs on the process's one executor thread, so coroutines
+// interleave only where one blocks (cops_block, cops_async) or yields: the
+// queues and counters need no locks. Standing coroutines besides the
+// connections: the accept loop, the watchdog (stalled requests, senders stuck
+// on a peer that does not read) and main, which reports when the server is idle.
+#include "matrixd.h"
+
+// A sender whose send has not moved for this long (the peer does not read)
+// ends its connection.
+#define SEND_TIMEOUT_MS 30000
+#define WATCHDOG_MS 250
+
+// A FIFO of messages with at most one waiting coroutine. `closed`: nothing
+// more will be put; get returns NULL once it is empty.
+struct uq {
+  struct md_msg *head, *tail;
+  cid_t waiter;
+  int closed;
+};
+
+struct uconn {
+  struct uconn *next, *prev;   // every live connection (the watchdog walks them)
+  int fd;
+  int prio;
+  int refs;                    // coroutines of this connection still running
+  int dying;                   // every part stops; the last one frees
+  struct md_parse ps;
+  struct uq rxq, txq;          // receiver -> handler -> sender
+  cid_t cid[3];                // receiver, handler, sender
+  int outstanding;             // replies made and not yet sent
+  int rx_throttled;            // the receiver waits for outstanding to drop
+  int in_recv;                 // the receiver is inside recv: its parser is idle
+  int in_send;
+  long send_since;
+};
+
+static int lfd;
+static struct uconn *conns;
+static cid_t main_cid, watchdog_cid;
+static int watchdog_parked, idle_due;
+
+// ---- queues ----
+
+static void q_put(struct uq *q, struct md_msg *m) {
+  m->next = 0;
+  if (q->tail)
+    q->tail->next = m;
+  else
+    q->head = m;
+  q->tail = m;
+  if (q->waiter) {
+    cid_t w = q->waiter;
+    q->waiter = 0;
+    cops_wake(w);
+  }
+}
+
+static void q_close(struct uq *q) {
+  q->closed = 1;
+  if (q->waiter) {
+    cid_t w = q->waiter;
+    q->waiter = 0;
+    cops_wake(w);
+  }
+}
+
+// The next message, or NULL when the queue is closed and empty or the
+// connection is dying. (Wakes meant for someone else's reason, or left over
+// from earlier, only make the loop look again.)
+static struct md_msg *q_get(struct uconn *c, struct uq *q) {
+  while (!q->head) {
+    if (q->closed || c->dying)
+      return NULL;
+    q->waiter = cops_current();
+    cops_block();
+    q->waiter = 0;
+  }
+  struct md_msg *m = q->head;
+  q->head = m->next;
+  if (!q->head)
+    q->tail = 0;
+  return m;
+}
+
+static void q_free(struct uq *q) {
+  while (q->head) {
+    struct md_msg *m = q->head;
+    q->head = m->next;
+    md_msg_free(m);
+  }
+  q->tail = 0;
+}
+
+// ---- connection life ----
+
+// Stop the connection now: shutting the socket down makes the kernel end the
+// calls its coroutines are waiting in, and the wakes end their queue waits.
+static void conn_kill(struct uconn *c) {
+  if (c->dying)
+    return;
+  c->dying = 1;
+  shutdown(c->fd, SHUT_RDWR);
+  for (int i = 0; i < 3; i++)
+    if (c->cid[i])
+      cops_wake(c->cid[i]);
+}
+
+static void conn_free(struct uconn *c) {
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  q_free(&c->rxq);
+  q_free(&c->txq);
+  md_parse_free(&c->ps);
+  close(c->fd);
+  free(c);
+  md_count(&md_tot.open, -1);
+  if (md_get(&md_tot.open) == 0) {
+    idle_due = 1;
+    cops_wake(main_cid);
+  }
+}
+
+// A coroutine of the connection is done with it.
+static void conn_put(struct uconn *c) {
+  if (--c->refs == 0)
+    conn_free(c);
+}
+
+static void set_prio(struct uconn *c, int prio) {
+  c->prio = prio;
+  for (int i = 0; i < 3; i++)
+    if (c->cid[i])
+      cops_reprio(c->cid[i], (uint32_t)prio);
+}
+
+// ---- the three parts ----
+
+static void emit_rx(void *ctx, struct md_msg *m) {
+  struct uconn *c = ctx;
+  c->outstanding++;
+  q_put(&c->rxq, m);
+}
+
+static void receiver(void *arg) {
+  struct uconn *c = arg;
+  char buf[MD_RECV_BYTES];
+  while (!c->dying) {
+    // Back-pressure: a peer that sends but does not read gets no more than
+    // MD_MAX_OUTSTANDING replies queued for it.
+    while (c->outstanding >= MD_MAX_OUTSTANDING && !c->dying) {
+      c->rx_throttled = 1;
+      cops_block();
+      c->rx_throttled = 0;
+    }
+    if (c->dying)
+      break;
+    long want = md_recv_size(&c->ps);
+    c->in_recv = 1;
+    long r = cops_async(SYS_recv, c->fd, (long)buf, want);
+    c->in_recv = 0;
+    if (c->dying)
+      break;
+    if (r < 0) {               // reset (or another error): end it at once
+      conn_kill(c);
+      break;
+    }
+    if (r == 0) {              // the peer has closed: answer what came, then close
+      q_close(&c->rxq);
+      break;
+    }
+    int prio = c->prio;
+    int f = md_parse_feed(&c->ps, buf, (size_t)r, md_more_pending(want, r), emit_rx, c, &prio);
+    if (prio != c->prio)
+      set_prio(c, prio);
+    if (f == MD_FEED_NOMEM) {
+      conn_kill(c);
+      break;
+    }
+    if (f == MD_FEED_CLOSE) {
+      q_close(&c->rxq);
+      break;
+    }
+  }
+  conn_put(c);
+}
+
+static void handler(void *arg) {
+  struct uconn *c = arg;
+  struct md_msg *m;
+  while ((m = q_get(c, &c->rxq)) != NULL) {
+    if (m->kind == MD_REQUEST && (m = md_handle(m)) == NULL) {
+      conn_kill(c);
+      break;
+    }
+    q_put(&c->txq, m);
+  }
+  q_close(&c->txq);
+  conn_put(c);
+}
+
+static void sender(void *arg) {
+  struct uconn *c = arg;
+  struct md_msg *m;
+  while ((m = q_get(c, &c->txq)) != NULL) {
+    size_t off = 0;
+    while (off < m->len && !c->dying) {
+      c->in_send = 1;
+      c->send_since = uptime();
+      long r = cops_async(SYS_send, c->fd, (long)(m->text + off), (long)(m->len - off));
+      c->in_send = 0;
+      if (r <= 0) {
+        conn_kill(c);
+        break;
+      }
+      off += (size_t)r;
+    }
+    if (off == m->len && m->answer)
+      md_count(&md_tot.served, 1);
+    md_msg_free(m);
+    if (c->dying)
+      break;
+    if (--c->outstanding < MD_MAX_OUTSTANDING && c->rx_throttled)
+      cops_wake(c->cid[0]);
+  }
+  // Everything queued is sent (or the connection died): close it. Graceful
+  // ends come here with the receiver and handler already gone.
+  c->dying = 1;
+  conn_put(c);
+}
+
+// ---- standing coroutines ----
+
+// A connection for a new socket, with its three coroutines; NULL (and the
+// socket closed) if that cannot be done.
+static struct uconn *conn_new(int fd, long index) {
+  struct uconn *c = calloc(1, sizeof *c);
+  if (!c || md_parse_init(&c->ps) < 0) {
+    free(c);
+    close(fd);
+    return NULL;
+  }
+  c->fd = fd;
+  c->prio = md_policy_prio(index);
+  c->next = conns;
+  if (conns)
+    conns->prev = c;
+  conns = c;
+  md_count(&md_tot.open, 1);
+  static void (*const parts[3])(void *) = { receiver, handler, sender };
+  // The acceptor does not block between these spawns, so none of the new
+  // coroutines runs before refs and the cids are all set.
+  for (int i = 0; i < 3; i++) {
+    int64_t cid = cops_spawn_stackful(parts[i], c, (uint32_t)c->prio);
+    if (cid < 0) {
+      c->dying = 1;        // the ones that exist see it, end, and free it
+      break;
+    }
+    c->cid[i] = (cid_t)cid;
+    c->refs++;
+  }
+  if (c->refs == 0) {
+    conn_free(c);
+    return NULL;
+  }
+  return c->dying ? NULL : c;
+}
+
+static void acceptor(void *arg) {
+  (void)arg;
+  int complained = 0;
+  for (;;) {
+    long fd = cops_async(SYS_accept, lfd, 0, 0);
+    if (fd < 0) {
+      if (!complained++)
+        md_log("matrixd: accept failed: %ld %s (retrying)\n", fd, errname(fd));
+      cops_async(SYS_sleep, 100, 0, 0);
+      continue;
+    }
+    complained = 0;
+    if (md_get(&md_tot.open) >= md_cfg.max_conns) {
+      close((int)fd);                        // over the limit: refused
+      md_count(&md_tot.refused, 1);
+      continue;
+    }
+    if (!conn_new((int)fd, md_get(&md_tot.conns))) {
+      md_count(&md_tot.refused, 1);          // no memory
+      continue;
+    }
+    md_count(&md_tot.conns, 1);
+    if (watchdog_parked)
+      cops_wake(watchdog_cid);
+  }
+}
+
+static void watchdog(void *arg) {
+  (void)arg;
+  for (;;) {
+    // With no connection there is nothing to watch: wait without a timer in
+    // the kernel, so the idle counters match the baseline.
+    while (md_get(&md_tot.open) == 0) {
+      watchdog_parked = 1;
+      cops_block();
+    }
+    watchdog_parked = 0;
+    cops_async(SYS_sleep, WATCHDOG_MS, 0, 0);
+    long now = uptime();
+    for (struct uconn *c = conns; c; c = c->next) {
+      if (c->dying)
+        continue;
+      // The receiver is parked in recv and its parser holds part of a
+      // request that has not grown for MD_STALL_MS: answer "incomplete request".
+      if (c->in_recv && mp_buffered(&c->ps.p) && now - c->ps.last_rx >= MD_STALL_MS) {
+        int prio = c->prio;
+        // (A "close connection" that only the stall completes ends the
+        // connection at once: the receiver is parked in recv.)
+        if (md_parse_stall(&c->ps, emit_rx, c, &prio) != MD_FEED_OK)
+          conn_kill(c);
+        else if (prio != c->prio)
+          set_prio(c, prio);
+      }
+      if (c->in_send && now - c->send_since >= SEND_TIMEOUT_MS)
+        conn_kill(c);
+    }
+  }
+}
+
+static void nap(long ms) { cops_async(SYS_sleep, ms, 0, 0); }
+
+int md_run_uc(int listen_fd) {
+  lfd = listen_fd;
+  main_cid = cops_current();
+  int64_t a = cops_spawn_stackful(acceptor, 0, MD_PRIO_BEST);
+  int64_t w = cops_spawn_stackful(watchdog, 0, MD_PRIO_BEST);
+  if (a < 0 || w < 0) {
+    printf("matrixd: cannot start the accept loop\n");
+    return 1;
+  }
+  watchdog_cid = (cid_t)w;
+  // Both are better than main: this yield lets the acceptor submit its accept
+  // (which waits in the kernel from now on) and the watchdog park, so the
+  // baseline counts the standing state the idle reports return to.
+  cops_yield();
+  md_print_baseline();
+  for (;;) {
+    while (!idle_due)
+      cops_block();
+    idle_due = 0;
+    // Compare only when no timer of ours is pending in the kernel.
+    long deadline = uptime() + MD_IDLE_WAIT_MS;
+    struct md_kstat k;
+    for (;;) {
+      if (md_get(&md_tot.open) > 0)
+        break;
+      md_kstat_read(&k);
+      if ((watchdog_parked && md_kstat_at_baseline(&k)) || uptime() >= deadline) {
+        md_print_idle(&k);
+        break;
+      }
+      nap(MD_IDLE_POLL_MS);
+    }
+  }
+}
