@@ -1,7 +1,9 @@
 # Coral — build, run and test.
 #   make qemu         boot the kernel on QEMU virt (SMP=, MEM=, ARGS= to change)
 #   make test         every test: host unit tests + in-QEMU kernel tests
+#   make bench        the matrix-echo server in its four models, measured by the host client
 #   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0)
+#   make client       the host latency client (build/host/mclient)
 #   make qemu-gdb     boot halted, waiting for gdb on localhost:$(GDBPORT)
 # Missing tools are installed by scripts/deps.sh (Debian packages) on first use.
 
@@ -64,7 +66,7 @@ QEMUNET  = -global virtio-mmio.force-legacy=false \
 QEMUOPTS = -machine virt -bios $(OPENSBI) -kernel $(KERNEL) -nographic \
            -smp $(SMP) -m $(MEM) $(QEMUNET) -append "$(ARGS)"
 
-.PHONY: all deps qemu qemu-gdb test test-host bench-micro clean
+.PHONY: all deps qemu qemu-gdb test test-host bench bench-micro clean client
 all: $(KERNEL)
 
 # Installs what is missing; a no-op (no apt) when everything is there.
@@ -132,7 +134,13 @@ test-host: deps
 bench-micro: $(KERNEL)
 	@bash scripts/bench-micro.sh
 
+bench: $(KERNEL) client
+	@bash scripts/bench-net.sh
+
 clean:
 	rm -rf $(BUILD)
+
+# Host tools: the latency client and a host server (make client).
+include scripts/host/host.mk
 
 -include $(KOBJ:.o=.d)

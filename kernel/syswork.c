@@ -80,8 +80,15 @@ static void finish(struct worker *w, long r) {
 // One attempt at w's call, never waiting. Returns the result, or WOULD_BLOCK
 // with coroutine `waker` registered for the event the call waits for. The
 // registration comes before the attempt that fails, so no event is lost.
+// (This was once missing on the second wait: a wake unlinks the waiter, and a
+// connection's third request then waited forever. socktest and the network
+// tests cover repeated waits in every mode.)
 static long attempt(struct worker *w, cid_t waker) {
   for (;;) {
+    // A wake unlinks the waiter: register again (a no-op if still linked)
+    // before the attempt.
+    if (w->registered)
+      waitq_add(w->registered, &w->waiter, waker);
     if (__atomic_load_n(&w->p->killed, __ATOMIC_SEQ_CST))
       return -EINTR;
     w->sa.wq = 0;

@@ -116,7 +116,7 @@ static void attach(struct socket *s, struct tcp_pcb *pcb) {
 static err_t accept_cb(void *arg, struct tcp_pcb *newpcb, err_t err) {
   struct socket *l = arg;
   if (err != ERR_OK || !newpcb)
-    return ERR_VAL;               // lwIP could not allocate the connection
+    return ERR_VAL;               // lwIP could not allocate the connection              // lwIP could not allocate the connection
   struct socket *s = 0;
   if (l && l->state == S_LISTEN && l->aq_len < l->backlog)
     s = sock_alloc();

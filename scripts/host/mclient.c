@@ -7,10 +7,18 @@
 //
 //   mclient [-H host] [-p port] [-c conns] [-i interval_ms] [-d duration_s] [-n size]
 //           [--prio P | --prio-mod K] [--base] [--csv FILE] [--json FILE]
-//           [--allow-refused] [--quiet] [--seed S]
+//           [--allow-refused] [--quiet] [--seed S] [--ramp K]
 //
 // One thread, one epoll set, non-blocking sockets: the client itself must not
 // add latency that depends on the number of connections.
+//
+// Setup. Connections are opened with at most K (--ramp, default 2) handshakes
+// outstanding at a time, and the measurement starts (t0) once every one of
+// them has answered its handshake or failed. The ramp is needed under QEMU's
+// user-mode network: its host port forward listens with a backlog of one, so
+// a burst of connects overflows the host kernel's accept queue and those
+// connections stall in SYN retransmission for seconds. Setup time is not
+// part of the measured window.
 //
 // Timing. Connection i sends its requests on a grid: t0 + off_i + k*interval,
 // off_i = i*interval/conns, so the first requests are spread evenly over the
@@ -61,14 +69,15 @@ static struct {
   const char *csv, *json;
   int allow_refused, quiet;
   uint64_t seed;
-} opt = {"127.0.0.1", "6201", 16, 100, 5, 15, -1, -1, 0, NULL, NULL, 0, 0, 1};
+  int ramp;                    // handshakes outstanding at once during setup
+} opt = {"127.0.0.1", "6201", 16, 100, 5, 15, -1, -1, 0, NULL, NULL, 0, 0, 1, 2};
 
 static void usage(FILE *f)
 {
   fprintf(f,
     "usage: mclient [-H host=127.0.0.1] [-p port=6201] [-c conns=16] [-i interval_ms=100]\n"
     "               [-d duration_s=5] [-n size=15] [--prio P | --prio-mod K] [--base]\n"
-    "               [--csv FILE] [--json FILE] [--allow-refused] [--quiet] [--seed S]\n"
+    "               [--csv FILE] [--json FILE] [--allow-refused] [--quiet] [--seed S] [--ramp K]\n"
     "  --prio P       every connection asks for priority P (handshake \"connect ok? prio=P\")\n"
     "  --prio-mod K   connection i asks for priority i mod K\n"
     "  --base         the paper's base protocol: no framing, no priority in the handshake\n"
@@ -78,7 +87,10 @@ static void usage(FILE *f)
     "                 (times in microseconds since the start; -1 = never)\n"
     "  --json FILE    the summary as JSON, overall and per priority\n"
     "  --allow-refused  connections refused or dropped before the handshake completes\n"
-    "                 are counted as refused and do not fail the run\n");
+    "                 are counted as refused and do not fail the run\n"
+    "  --ramp K       set connections up with at most K handshakes outstanding (default 2;\n"
+    "                 QEMU's port forward has a listen backlog of 1); the measurement starts\n"
+    "                 when all are set up\n");
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out)
@@ -94,13 +106,14 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 
 static void parse_options(int argc, char **argv)
 {
-  enum { O_PRIO = 256, O_PRIO_MOD, O_BASE, O_CSV, O_JSON, O_ALLOW, O_QUIET, O_SEED, O_HELP };
+  enum { O_PRIO = 256, O_PRIO_MOD, O_BASE, O_CSV, O_JSON, O_ALLOW, O_QUIET, O_SEED, O_RAMP, O_HELP };
   static const struct option longs[] = {
     {"prio", required_argument, NULL, O_PRIO},   {"prio-mod", required_argument, NULL, O_PRIO_MOD},
     {"base", no_argument, NULL, O_BASE},         {"csv", required_argument, NULL, O_CSV},
     {"json", required_argument, NULL, O_JSON},   {"allow-refused", no_argument, NULL, O_ALLOW},
     {"quiet", no_argument, NULL, O_QUIET},       {"seed", required_argument, NULL, O_SEED},
-    {"help", no_argument, NULL, O_HELP},         {NULL, 0, NULL, 0},
+    {"ramp", required_argument, NULL, O_RAMP},   {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
   };
   int c;
   double v;
@@ -121,6 +134,7 @@ static void parse_options(int argc, char **argv)
     case O_ALLOW: opt.allow_refused = 1; break;
     case O_QUIET: opt.quiet = 1; break;
     case O_SEED: bad = parse_num(optarg, 0, 1e18, &v); opt.seed = (uint64_t)v; break;
+    case O_RAMP: bad = parse_num(optarg, 1, 1000000, &v); opt.ramp = (int)v; break;
     case 'h': case O_HELP: usage(stdout); exit(0);
     default: usage(stderr); exit(2);
     }
@@ -218,6 +232,8 @@ static struct {
 } st;
 
 static int live;   // connections not C_DONE
+static int started, setting_up;   // connections started; of those, still connecting or in the handshake
+static int measuring;             // setup is over: t0 is set and requests go out
 
 static void *xmalloc(size_t n)
 {
@@ -251,6 +267,8 @@ static void finish(struct conn *c)
   live--;
 }
 
+static void setup_done_one(void);
+
 // The connection failed. Before the handshake completes that is "refused"
 // (with --allow-refused, or when it never connected at all); after, an error.
 static void fail(struct conn *c, const char *why)
@@ -266,6 +284,8 @@ static void fail(struct conn *c, const char *why)
     st.errors++;
   complain("connection %d: %s", c->idx, why);
   finish(c);
+  if (early)
+    setup_done_one();
 }
 
 // Writes what is queued. Returns -1 if the connection failed (and is closed).
@@ -301,6 +321,34 @@ static void queue_out(struct conn *c, const char *s, size_t n)
   }
   memcpy(c->out + c->out_len, s, n);
   c->out_len += n;
+}
+
+static void start_connect(struct conn *c);
+
+// Setup (see the top): open more connections while fewer than opt.ramp are
+// being set up; when all are set up, start the measurement.
+static void ramp(void)
+{
+  while (started < opt.conns && setting_up < opt.ramp) {
+    setting_up++;
+    start_connect(&conns[started++]);
+  }
+  if (!measuring && started == opt.conns && setting_up == 0) {
+    measuring = 1;
+    t0 = now_us();
+    end_send = t0 + (int64_t)(opt.duration_s * 1e6);
+    for (int i = 0; i < opt.conns; i++)
+      if (conns[i].st == C_IDLE) {
+        conns[i].slot = 0;
+        conns[i].next_send = t0 + conns[i].off;
+      }
+  }
+}
+
+static void setup_done_one(void)
+{
+  setting_up--;
+  ramp();
 }
 
 static void start_connect(struct conn *c)
@@ -356,7 +404,8 @@ static size_t format_request(const int64_t *a, int n, int framed, char *out)
   return len;
 }
 
-static void send_request(struct conn *c, int64_t t)
+// Sends the next request (it is due: its grid slot has come).
+static void send_request(struct conn *c)
 {
   int nn = opt.n * opt.n;
   for (int i = 0; i < nn; i++)
@@ -374,13 +423,16 @@ static void send_request(struct conn *c, int64_t t)
     }
     records = r;
   }
+  // Latency counts from the moment the request really leaves, which after a
+  // busy loop iteration may be a little after its grid slot.
+  int64_t sent_at = now_us();
   c->cur = nrecords;
-  records[nrecords++] = (struct req){c->idx, c->prio, t - t0, -1, -1, 0};
+  records[nrecords++] = (struct req){c->idx, c->prio, sent_at - t0, -1, -1, 0};
   st.sent++;
   c->st = C_BUSY;
   c->got_first = 0;
   c->drain_error = 0;
-  c->deadline = t + ANSWER_TIMEOUT_US;
+  c->deadline = sent_at + ANSWER_TIMEOUT_US;
   flush_out(c);
 }
 
@@ -520,14 +572,9 @@ static int process_input(struct conn *c, int64_t t)
     st.connected++;
     c->st = C_IDLE;
     c->deadline = 0;
-    // The first request goes at its grid point, or now if that has passed
-    // (a slow handshake is not a late answer).
-    c->slot = 0;
-    c->next_send = t0 + c->off;
-    if (c->next_send < t && interval_us > 0) {
-      c->slot = (t - t0 - c->off) / interval_us;
-      c->next_send = t;
-    }
+    c->next_send = INT64_MAX;    // requests start with the measurement
+    (void)t;
+    setup_done_one();
     return 0;
 
   case C_BUSY:
@@ -660,7 +707,7 @@ static int64_t run_timers(int64_t t)
         continue;
       }
       if (t >= c->next_send)
-        send_request(c, t);
+        send_request(c);
       else if (c->next_send < next)
         next = c->next_send;
     }
@@ -814,8 +861,8 @@ int main(int argc, char **argv)
   }
   int nn = opt.n * opt.n;
   interval_us = (int64_t)(opt.interval_ms * 1000.0);
-  t0 = now_us();
-  end_send = t0 + (int64_t)(opt.duration_s * 1e6);
+  t0 = now_us();                 // reset when the measurement starts (ramp)
+  end_send = INT64_MAX;
   conns = calloc((size_t)opt.conns, sizeof *conns);
   if (!conns) {
     fprintf(stderr, "mclient: out of memory\n");
@@ -840,8 +887,7 @@ int main(int argc, char **argv)
       c->rng = 1;
     live++;
   }
-  for (int i = 0; i < opt.conns; i++)
-    start_connect(&conns[i]);
+  ramp();
 
   int progress = isatty(2) && !opt.quiet;
   int64_t next_progress = t0 + 1000000;
