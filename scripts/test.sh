@@ -63,6 +63,11 @@ for t in test_executor test_alloc test_fdt test_elf test_initrd test_matrix_prot
   fi
 done
 
+# ---- 1b. host network tools: mclient against mserver (no QEMU) ----
+BUILD=$BUILD HOSTCC=$HOSTCC bash scripts/host/test-client.sh > "$LOGS/client.log" 2>&1
+tally "" "$LOGS/client.log" "PASS " "FAIL "
+grep -q "^PASS client/build" "$LOGS/client.log" || fail "client/run" "no result (see $LOGS/client.log)"
+
 if [ "${1:-}" = "--host-only" ]; then
   echo "$passed passed, $failed failed"
   [ $failed -eq 0 ]

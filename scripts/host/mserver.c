@@ -213,7 +213,6 @@ static void on_readable(struct sconn *c)
   char tmp[16384];
   int unsure = 0;   // the last read filled its buffer: the socket may be empty now
   for (int i = 0; i < READS_PER_EVENT && !c->closing; i++) {
-    unsure = 0;
     if (c->out_len - c->out_off >= OUT_HIGH)
       break;        // flush() re-enables reading once the client has read
     size_t room = mp_room(&c->p);   // never 0 after process()
@@ -223,10 +222,10 @@ static void on_readable(struct sconn *c)
       c->last_rx = now_ms();
       mp_feed(&c->p, tmp, (size_t)n);
       // A short read emptied the socket: the base protocol's end of message.
-      process(c, (size_t)n == want);
-      if ((size_t)n < want)
+      unsure = (size_t)n == want;
+      process(c, unsure);
+      if (!unsure)
         break;
-      unsure = 1;
     } else if (n == 0) {
       process(c, 0);   // an unframed request may end with the connection
       c->closing = 1;
@@ -234,6 +233,7 @@ static void on_readable(struct sconn *c)
       continue;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       process(c, 0);
+      unsure = 0;
       break;
     } else {
       drop(c);
