@@ -12,6 +12,8 @@
 #include "timer.h"
 #include "uart.h"
 #include "virtio_net.h"
+#include "net.h"
+#include "socket.h"
 
 #define LINE_MAX 128
 
@@ -47,6 +49,18 @@ static void net_stats(void) {
           "tx %lu frames / %lu bytes, %lu full; irqs %lu\n",
           m[0], m[1], m[2], m[3], m[4], m[5], st.rx_frames, st.rx_bytes, st.rx_dropped,
           st.tx_frames, st.tx_bytes, st.tx_full, st.irqs);
+  if (!net_started()) {
+    kprintf("     stack not started (the first socket starts it)\n");
+    return;
+  }
+  struct net_stats ns;
+  struct sock_stats ss;
+  net_get_stats(&ns);
+  sock_get_stats(&ss);
+  kprintf("     lwIP: rx %lu frames, %lu dropped; tx %lu frames, %lu refused (card full); timer runs %lu\n",
+          ns.rx_frames, ns.rx_dropped, ns.tx_frames, ns.tx_full, ns.timer_runs);
+  kprintf("     sockets %d, tcp pcbs %d; accepted %lu, refused %lu, reset %lu; bytes in %lu, out %lu\n",
+          sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out);
 }
 
 void monitor_stats(void) {
