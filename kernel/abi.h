@@ -68,7 +68,9 @@
 #define KSTAT_RING_OVERFLOWS 7   // completions that waited in the kernel for ring space
 #define KSTAT_SOCKETS 8          // sockets open in the whole kernel (listening + connections)
 #define KSTAT_TCP_PCBS 9         // lwIP TCP control blocks alive (including TIME_WAIT)
-#define KSTAT_COUNT 10           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_CACHE_BYTES 10     // of KSTAT_KMALLOC_BYTES: caches that grow once and stay (executor slots, timer heaps)
+#define KSTAT_CACHE_OBJECTS 11   // of KSTAT_KMALLOC_OBJECTS: the same caches
+#define KSTAT_COUNT 12           // selectors are 1 .. KSTAT_COUNT - 1
 
 // ---- errors (returned negated) ----
 #define EPERM 1

@@ -39,4 +39,8 @@ void kco_sleep_ms(uint64_t ms);
 // Kick an idle hart so it looks at the ready queues again.
 void sched_kick(void);
 
+// kmalloc bytes and objects held by structures that grow once and stay (the
+// executor's slot table, the timer heaps): not leaks (kernel/sched.c).
+void kernel_caches(uint64_t *bytes, uint64_t *objects);
+
 #endif

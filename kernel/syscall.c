@@ -288,6 +288,12 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return sock_count();
   case KSTAT_TCP_PCBS:
     return sock_tcp_pcbs();
+  case KSTAT_CACHE_BYTES:
+  case KSTAT_CACHE_OBJECTS: {
+    uint64_t bytes, objects;
+    kernel_caches(&bytes, &objects);
+    return (long)(arg(p, 0) == KSTAT_CACHE_BYTES ? bytes : objects);
+  }
   default:
     return -EINVAL;
   }

@@ -85,23 +85,11 @@ struct snapshot {
   uint32_t live_coroutines;
 };
 
-// Structures that grow once and are kept as caches: the kernel executor's slot
-// table and the per-hart timer heaps. Their growth during a test is not a leak.
 struct cache_use { uint64_t bytes, objects; };
 
 static struct cache_use cache_usage(void) {
-  struct cache_use u = { 0, 0 };
-  u.bytes += (uint64_t)kexec.nchunks * ALIGN_UP(EXEC_CHUNK_SLOTS * sizeof(struct co), PAGE_SIZE);
-  u.objects += kexec.nchunks;
-  if (kexec.chunk_cap) {
-    u.bytes += kmalloc_size_class(kexec.chunk_cap * sizeof(struct co *));
-    u.objects++;
-  }
-  for (uint32_t i = 0; i < nharts_online; i++)
-    if (harts[i].timer_cap) {
-      u.bytes += kmalloc_size_class(harts[i].timer_cap * sizeof(struct timer_entry));
-      u.objects++;
-    }
+  struct cache_use u;
+  kernel_caches(&u.bytes, &u.objects);
   return u;
 }
 
