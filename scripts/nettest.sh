@@ -107,12 +107,13 @@ idle_check() {
 # exits 0, else FAIL with its last line. Output in $LOGS/net-NAME.client.log.
 client() {
   local name=$1; shift
-  local out=$LOGS/net-$name.client.log
-  if timeout 120 "$MCLIENT" -p "$PORT" "$@" > "$out" 2>&1; then
+  local out=$LOGS/net-${name//\//-}.client.log rc
+  timeout 120 "$MCLIENT" -p "$PORT" "$@" > "$out" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
     pass "$name"
     return 0
   fi
-  local rc=$?
   fail "$name" "mclient $* exited with $rc: $(tail -1 "$out") ($(trouble)) (see $out and $LOG)"
   return 1
 }

@@ -5,6 +5,7 @@
 #   3. boot matrix: 1..8 harts, 128 MiB..2 GiB; the banner must report them;
 #      the SBI timer fallback (a CPU without Sstc); the console monitor over the UART
 #   4. kernel fault report: registers and a backtrace, then a failure shutdown
+#   (and, between 2 and 3, the network end to end: scripts/nettest.sh)
 # Every check prints "PASS name" or "FAIL name: why"; the last line is
 # "N passed, N failed" and the exit status is non-zero if anything failed.
 # Logs of every QEMU run are kept in build/test-logs/.
@@ -157,6 +158,12 @@ for demo in "prodcons:prodcons: produced 12, consumed 12" "asyncread:(fast path,
     fail "demo/$prog" "did not finish as expected (see $log)"
   fi
 done
+
+# ---- 2d. the network, end to end: matrixd in its four models, driven from the
+#      host by mclient and tests/net/badinput.py (scripts/nettest.sh) ----
+BUILD=$BUILD QEMU=$QEMU OPENSBI=$OPENSBI QEMU_LIMIT=$QEMU_LIMIT bash scripts/nettest.sh > "$LOGS/nettest.log" 2>&1
+tally "" "$LOGS/nettest.log" "PASS " "FAIL "
+grep -q "^PASS net/kcuc/load" "$LOGS/nettest.log" || fail "net/run" "no result for the KCUC load (see $LOGS/nettest.log)"
 
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
 for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
