@@ -3,6 +3,16 @@
 //   matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod]
 //           [-c max_conns] [-q]
 //
+//   -m  the model (below; default kcuc)        -p  the TCP port (80)
+//   -n  the largest n accepted (32, at most MP_MAX_N_LIMIT)
+//   -P  priority of a connection whose handshake names none: `same` (all at
+//       COPS_MAIN_PRIO, the default) or `mod` (connection index mod the 7
+//       usable priorities, as in the paper's priority tests). "prio=P" in the
+//       handshake overrides it (clamped to 1..COPS_NPRIO-1; 0 means 1).
+//   -c  connections served at once (1024; the descriptor and thread limits
+//       may lower it); more are accepted and closed at once ("refused").
+//   -q  print only the lines below (no warnings).
+//
 // A client connects, says "connect ok?", and sends n x n integer matrices; the
 // server answers each with its square (PROTOCOL.md). Every connection is served
 // by three parts, as in the paper: a receiver (socket -> requests), a handler
@@ -22,7 +32,10 @@
 //   matrixd: idle kmalloc_bytes=... kmalloc_objects=... sockets=... pcbs=... served=R conns=C refused=X
 // The baseline is taken once the server's standing parts (the accept loop, ...)
 // wait for work; an idle line follows every time the last open connection is
-// gone and the kernel's counters are back at the baseline (or 15 s passed).
+// gone and the kernel's counters are back at the baseline (or 15 s passed;
+// the kernel keeps closed connections in TIME_WAIT for a few seconds). served
+// counts matrices answered, conns connections served, refused connections
+// closed at once; all since start.
 #include "matrixd.h"
 
 struct md_config md_cfg = {

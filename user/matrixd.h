@@ -45,6 +45,9 @@ extern struct md_config md_cfg;
 #define MD_MAX_OUTSTANDING 16
 // The bad-input rule for a request that stops mid-way (PROTOCOL.md).
 #define MD_STALL_MS 2000
+// A send that has not moved for this long (the peer does not read, or is gone
+// without a word) ends its connection.
+#define MD_SEND_TIMEOUT_MS 30000
 
 // Totals since start. The UT models change them from several threads: always
 // through the md_count_* helpers (atomic).
@@ -65,7 +68,7 @@ struct md_kstat {
 extern struct md_kstat md_baseline;
 void md_kstat_read(struct md_kstat *k);
 int md_kstat_at_baseline(const struct md_kstat *k);
-void md_print_baseline(void);
+void md_print_baseline(void (*nap)(long ms));   // nap: wait without blocking the server
 void md_print_idle(const struct md_kstat *k);
 // The idle wait: at most this long, polling every MD_IDLE_POLL_MS.
 #define MD_IDLE_WAIT_MS 15000

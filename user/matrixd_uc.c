@@ -16,9 +16,6 @@
 // on a peer that does not read) and main, which reports when the server is idle.
 #include "matrixd.h"
 
-// A sender whose send has not moved for this long (the peer does not read)
-// ends its connection.
-#define SEND_TIMEOUT_MS 30000
 #define WATCHDOG_MS 250
 
 // A FIFO of messages with at most one waiting coroutine. `closed`: nothing
@@ -333,7 +330,7 @@ static void watchdog(void *arg) {
         else if (prio != c->prio)
           set_prio(c, prio);
       }
-      if (c->in_send && now - c->send_since >= SEND_TIMEOUT_MS)
+      if (c->in_send && now - c->send_since >= MD_SEND_TIMEOUT_MS)
         conn_kill(c);
     }
   }
@@ -355,12 +352,13 @@ int md_run_uc(int listen_fd) {
   // (which waits in the kernel from now on) and the watchdog park, so the
   // baseline counts the standing state the idle reports return to.
   cops_yield();
-  md_print_baseline();
+  md_print_baseline(nap);
   for (;;) {
     while (!idle_due)
       cops_block();
     idle_due = 0;
-    // Compare only when no timer of ours is pending in the kernel.
+    // Compare only while the watchdog is parked: then no timer of ours is
+    // pending in the kernel, as at the baseline.
     long deadline = uptime() + MD_IDLE_WAIT_MS;
     struct md_kstat k;
     for (;;) {

@@ -20,8 +20,11 @@
 //     wake it after 2 s, so the stall rule is applied when the next bytes
 //     arrive: a request whose first part has waited MD_STALL_MS or more gets
 //     "error: incomplete request" then, and the new bytes start afresh.
-//   - A timeout for a peer that never reads: its sender blocks in send until
-//     the peer goes away. Only that connection's threads wait; the others run.
+//   - A timer of its own for a sender stuck on a peer that does not read: the
+//     receiver watches it while it waits for the sender (back-pressure, or the
+//     end of the connection). A receiver blocked in recv cannot, so a peer that
+//     keeps its connection open, idle, and never reads holds on to that
+//     connection (and only that one) until it goes away.
 // At most (MAXTHREADS_ABI - 2) / 3 connections: two threads (main, the accept
 // loop) plus three per connection.
 #include "matrixd.h"
@@ -33,6 +36,7 @@ struct tconn {
   int refs;                  // threads still running, plus the creator's
   int dead;                  // stop: the socket is shut down
   long outstanding;          // replies made and not yet sent
+  long send_since;           // uptime when the sender's current send began; 0: none
   struct md_parse ps;
 };
 
@@ -93,17 +97,30 @@ static void emit_ut(void *ctx, struct md_msg *m) {
   }
 }
 
+static int dead(struct tconn *c) { return __atomic_load_n(&c->dead, __ATOMIC_SEQ_CST); }
+
+// Wait (polling: there is no futex) while more than `limit` replies are
+// outstanding. This thread is the sender's watchdog meanwhile: a send stuck
+// for MD_SEND_TIMEOUT_MS ends the connection. Only a peer that does not read
+// keeps us here for long.
+static void wait_sender(struct tconn *c, long limit) {
+  while (md_get(&c->outstanding) > limit && !dead(c)) {
+    long since = __atomic_load_n(&c->send_since, __ATOMIC_SEQ_CST);
+    if (since && uptime() - since >= MD_SEND_TIMEOUT_MS)
+      conn_kill(c);
+    else
+      sleep(5);
+  }
+}
+
 static int receiver(void *arg) {
   struct tconn *c = arg;
   char buf[MD_RECV_BYTES];
-  while (!__atomic_load_n(&c->dead, __ATOMIC_SEQ_CST)) {
-    // Back-pressure without a futex: poll until the sender catches up. Only
-    // a peer that sends without reading ever gets here.
-    while (md_get(&c->outstanding) >= MD_MAX_OUTSTANDING && !__atomic_load_n(&c->dead, __ATOMIC_SEQ_CST))
-      sleep(5);
+  while (!dead(c)) {
+    wait_sender(c, MD_MAX_OUTSTANDING - 1);     // back-pressure
     long want = md_recv_size(&c->ps);
     long r = recv(c->fd, buf, want);
-    if (__atomic_load_n(&c->dead, __ATOMIC_SEQ_CST))
+    if (dead(c))
       break;
     if (r < 0) {               // reset (or another error): end it at once
       conn_kill(c);
@@ -122,6 +139,9 @@ static int receiver(void *arg) {
     if (f != MD_FEED_OK)
       break;
   }
+  // A graceful end (the peer closed or said "close connection"): the replies
+  // still queued go out first, unless the peer stops reading them.
+  wait_sender(c, 0);
   close(c->a[1]);              // the handler sees end of file
   conn_put(c);
   return 0;
@@ -132,7 +152,7 @@ static int handler(void *arg) {
   struct md_msg *m;
   while (get(c->a[0], &m) == 1) {
     if (m->kind == MD_REQUEST) {
-      if (__atomic_load_n(&c->dead, __ATOMIC_SEQ_CST) || (m = md_handle(m)) == NULL) {
+      if (dead(c) || (m = md_handle(m)) == NULL) {
         if (m)
           md_msg_free(m);
         conn_kill(c);
@@ -156,8 +176,10 @@ static int sender(void *arg) {
   struct md_msg *m;
   while (get(c->b[0], &m) == 1) {
     size_t off = 0;
-    while (off < m->len && !__atomic_load_n(&c->dead, __ATOMIC_SEQ_CST)) {
+    while (off < m->len && !dead(c)) {
+      __atomic_store_n(&c->send_since, uptime(), __ATOMIC_SEQ_CST);
       long r = send(c->fd, m->text + off, (long)(m->len - off));
+      __atomic_store_n(&c->send_since, 0, __ATOMIC_SEQ_CST);
       if (r <= 0) {
         conn_kill(c);
         break;
@@ -260,16 +282,17 @@ static int acceptor(void *arg) {
   return 0;
 }
 
+static void nap(long ms) { sleep(ms); }
+
 int md_run_ut(int listen_fd) {
   lfd = listen_fd;
   if (pipe(reap) < 0 || uthread_create(acceptor, 0) < 0) {
     printf("matrixd: cannot start the accept loop\n");
     return 1;
   }
-  // Let the accept loop reach accept, where it waits from now on, so the
-  // baseline counts the standing state the idle reports return to.
-  sleep(50);
-  md_print_baseline();
+  // The baseline waits for the accept loop to be in accept, where it waits
+  // from now on: the standing state the idle reports return to.
+  md_print_baseline(nap);
   for (;;) {
     struct tconn *c;
     if (get(reap[0], &c) != 1)

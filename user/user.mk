@@ -1,7 +1,8 @@
 # User programs: included by the top-level Makefile, which defines CC (the
 # cross gcc) and BUILD. Each program is user/NAME.c linked with the runtime
 # (crt0.S, usys.S, ulib.c) into $(BUILD)/user/bin/NAME, a static ELF at
-# USER_BASE. The kernel build embeds the binaries listed in UBINS.
+# USER_BASE (MULTI_BINS link more objects; see MATRIXD_OBJS). The kernel build
+# embeds the binaries listed in UBINS.
 
 # Including this file must not change the including Makefile's default goal:
 # remember it and restore it at the end (if it was still unset, clearing it
