@@ -8,9 +8,8 @@
 #   scripts/bench-net.sh        (env: BUILD, QEMU, OPENSBI, OUT, MODELS, CONNS)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-QEMU=${QEMU:-qemu-system-riscv64}
-OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
+source scripts/qemu-lib.sh     # BUILD, QEMU, coral_qemu, boot_matrixd
+QEMU_LIMIT=900
 OUT=${OUT:-docs/results/net.md}
 MODELS=${MODELS:-kcuc kcut ktut ktuc}
 CONNS=${CONNS:-16 64 128}
@@ -27,9 +26,6 @@ if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIE
   exit 1
 fi
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 clean() { tr -d '\r' < "$1"; }
 field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
 
@@ -37,28 +33,16 @@ rows=()
 status=0
 for model in $MODELS; do
   log=$DIR/$model.log
-  port=$(free_port)
-  timeout 900 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
-    -smp $SMP -m 256M -global virtio-mmio.force-legacy=false \
-    -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$port-:80" -device virtio-net-device,netdev=net0 \
-    -append "user=matrixd,-m,$model,-q" < /dev/null > "$log" 2>&1 &
-  qpid=$!
-  up=0
-  for _ in $(seq 1 600); do
-    clean "$log" | grep -q "^matrixd: baseline " && { up=1; break; }
-    kill -0 $qpid 2> /dev/null || break
-    sleep 0.1
-  done
-  if [ $up = 0 ]; then
+  if ! boot_matrixd "$log" $SMP "user=matrixd,-m,$model,-q"; then
     echo "bench-net: matrixd ($model) did not start; see $log" >&2
-    kill $qpid 2> /dev/null; wait $qpid 2> /dev/null
+    halt_qemu
     status=1
     continue
   fi
   for c in $CONNS; do
     out=$DIR/${model}_$c.out
     idle_before=$(clean "$log" | grep -c "^matrixd: idle ")
-    timeout 300 "$MCLIENT" -p "$port" -c "$c" -i $INTERVAL_MS -d $DURATION_S -n $SIZE \
+    timeout 300 "$MCLIENT" -p "$PORT" -c "$c" -i $INTERVAL_MS -d $DURATION_S -n $SIZE \
       --json "$DIR/${model}_$c.json" > "$out" 2>&1
     rc=$?
     last=$(grep "^mclient: " "$out" | tail -1)
@@ -83,8 +67,7 @@ for model in $MODELS; do
       sleep 0.1
     done
   done
-  kill $qpid 2> /dev/null
-  wait $qpid 2> /dev/null
+  halt_qemu
 done
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)

@@ -19,11 +19,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD=${BUILD:-build}
+source scripts/qemu-lib.sh     # BUILD, QEMU, coral_qemu, free_port, boot_matrixd
 LOGS=$BUILD/test-logs
-QEMU=${QEMU:-qemu-system-riscv64}
-OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
-QEMU_LIMIT=${QEMU_LIMIT:-600}
 MCLIENT=$BUILD/host/mclient
 MODELS=${*:-kcuc kcut ktut ktuc}
 mkdir -p "$LOGS"
@@ -37,35 +34,11 @@ if ! make -s BUILD="$BUILD" all client > "$LOGS/net.build.log" 2>&1 || [ ! -x "$
   exit 1
 fi
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # ---- one QEMU boot ----
-QPID=
 LOG=
-PORT=
 boot() {   # boot MODEL SMP: start QEMU in the background; 0 once matrixd's baseline is out
-  local model=$1 smp=$2
-  LOG=$LOGS/net-$model.log
-  PORT=$(free_port)
-  timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp "$smp" -m 256M -global virtio-mmio.force-legacy=false \
-    -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$PORT-:80" -device virtio-net-device,netdev=net0 \
-    -append "user=matrixd,-m,$model" < /dev/null > "$LOG" 2>&1 &
-  QPID=$!
-  for _ in $(seq 1 600); do
-    grep -q "^matrixd: baseline " <(tr -d '\r' < "$LOG") && return 0
-    kill -0 "$QPID" 2> /dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
-
-halt() {
-  [ -n "$QPID" ] && kill "$QPID" 2> /dev/null
-  [ -n "$QPID" ] && wait "$QPID" 2> /dev/null
-  QPID=
+  LOG=$LOGS/net-$1.log
+  boot_matrixd "$LOG" "$2" "user=matrixd,-m,$1"
 }
 
 lines() { tr -d '\r' < "$LOG" | grep -c "^matrixd: $1 " ; }
@@ -121,7 +94,7 @@ client() {
 for model in $MODELS; do
   if ! boot "$model" 2; then
     fail "$model/boot" "no 'matrixd: baseline' line ($(tr -d '\r' < "$LOG" | grep -m1 -E 'matrixd: .*failed|PANIC' || echo timeout)) (see $LOG)"
-    halt
+    halt_qemu
     continue
   fi
   grep -q "^matrixd: listening on port 80, model ${model^^}" <(tr -d '\r' < "$LOG") ||
@@ -178,7 +151,7 @@ for model in $MODELS; do
   fi
   t=$(trouble)
   [ -z "$t" ] || fail "$model/log" "$t (see $LOG)"
-  halt
+  halt_qemu
 done
 
 [ $failed -eq 0 ]

@@ -14,13 +14,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD=${BUILD:-build}
+source scripts/qemu-lib.sh     # BUILD, QEMU, OPENSBI, QEMU_LIMIT, coral_qemu
 LOGS=$BUILD/test-logs
-QEMU=${QEMU:-qemu-system-riscv64}
-OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
-# Wall-clock limit of one QEMU run: a safety net only. Runs end through SBI
-# system reset; a run that hits this limit has hung and counts as a failure.
-QEMU_LIMIT=${QEMU_LIMIT:-600}
 mkdir -p "$LOGS" "$BUILD/host"
 
 passed=0
@@ -83,14 +78,8 @@ if ! make -s all > "$LOGS/kernel.build.log" 2>&1; then
   exit 1
 fi
 
-# Every run has the network card (virtio-net, modern virtio-mmio) on QEMU's
-# user-mode network; QEMU_HOSTFWD adds a host port forward for the network tests.
-QEMU_HOSTFWD=
 run_qemu() {   # run_qemu LOG SMP MEM ARGS
-  timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp "$2" -m "$3" -global virtio-mmio.force-legacy=false \
-    -netdev "user,id=net0$QEMU_HOSTFWD" -device virtio-net-device,netdev=net0 \
-    -append "$4" < /dev/null > "$1" 2>&1
+  coral_qemu "$2" "$3" "$4" < /dev/null > "$1" 2>&1
 }
 
 # ---- 2. kernel tests on 1 and 4 harts ----
