@@ -72,7 +72,7 @@ long sys_listen(struct thread *t, struct sysargs *sa, int may_block) {
   struct socket *s = arg_socket(t->proc, sa, &err);
   if (!s)
     return err;
-  int64_t backlog = (int64_t)sa->a[1];
+  int64_t backlog = (int64_t)sa->a[1];    // sock_listen clamps it; keep it in int range
   return sock_listen(s, backlog < 0 ? 0 : backlog > SOCK_BACKLOG_MAX ? SOCK_BACKLOG_MAX : (int)backlog);
 }
 
