@@ -29,6 +29,7 @@ struct board {
   int32_t plic_sctx[BOARD_MAX_HARTS]; // PLIC context of each hart's S-mode external irq, -1 if none
   uint32_t nvirtio;
   struct mmio_dev virtio[BOARD_MAX_VIRTIO]; // "virtio,mmio" slots, in ascending address order
+  struct mmio_dev finisher;     // "sifive,test0" (QEMU's exit-status device); size 0 if absent
   char bootargs[BOARD_BOOTARGS_MAX];        // /chosen bootargs ("" if absent)
 };
 

@@ -6,7 +6,7 @@
 #include "ktest.h"
 #include "bench.h"
 #include "kco.h"
-#include "sbi.h"
+#include "poweroff.h"
 #include "proc.h"
 #include "board.h"
 
@@ -51,7 +51,7 @@ void userinit_exited(int pid, int status) {
     return;
   kprintf("coral: init (pid %d) exited with status %d\n", pid, status);
   if (shutdown_when_init_exits)
-    sbi_shutdown(status != 0);
+    poweroff(status != 0);
 }
 
 // Start `init` (which starts the shell), or with user=PROG, `init PROG`, and
@@ -83,14 +83,14 @@ void start_main_job(const char *args) {
   char val[BOARD_BOOTARGS_MAX];
   if (bootarg(args, "user", val, sizeof val)) {
     if (start_init(val) != 0)
-      sbi_shutdown(1);
+      poweroff(1);
   } else if (bootarg(args, "test", val, sizeof val))
     ktest_start(val);
   else if (bootarg(args, "bench", val, sizeof val))
     bench_start();
   else if (bootarg(args, "poweroff", val, sizeof val)) {
     kprintf("poweroff: boot complete\n");
-    sbi_shutdown(0);
+    poweroff(0);
   } else if (bootarg(args, "fault", val, sizeof val))
     kco_spawn_stackful(provoke_fault, 0, 0, 0);
   else if (bootarg(args, "monitor", val, sizeof val) || start_init(0) != 0)

@@ -1,6 +1,7 @@
 // Boot: the boot hart sets up everything from the device tree, starts the other
 // harts through SBI HSM, picks the job named on the command line (bootargs) and
 // joins the executor loop. Every hart ends in sched_loop().
+#include "poweroff.h"
 #include "board.h"
 #include "hart.h"
 #include "initrd.h"
@@ -80,7 +81,8 @@ static void start_secondaries(void) {
       kprintf("hart %u: SBI hart_start failed (%ld)\n", harts[i].hartid, err);
   }
   // Wait (bounded) for them to report in; a hart that never does is left out.
-  uint64_t deadline = rdtime() + board.timebase_hz;   // 1 s
+  // 10 s: a safety net, far beyond what a hart needs even on a loaded host.
+  uint64_t deadline = rdtime() + 10 * board.timebase_hz;
   while (__atomic_load_n(&nharts_online, __ATOMIC_SEQ_CST) < board.nharts && rdtime() < deadline)
     ;
 }
@@ -92,13 +94,14 @@ void kmain(uint64_t hartid, uint64_t dtb) {
   // Parse first: the device tree sits in RAM that palloc will hand out.
   if (board_parse((const void *)dtb, &board, err, sizeof err) != 0) {
     kprintf("coral: cannot use the device tree: %s\n", err);
-    sbi_shutdown(1);
+    poweroff(1);
   }
   assign_harts(hartid);
   palloc_init((uint64_t)_kernel_end, board.mem_base + board.mem_size);
   kmalloc_init();
   kvm_init(&board);
   hart_setup();
+  poweroff_init(&board);  // paging is on: the exit-status device can be reached
   plic_init();
   uart_init();
   sched_init();

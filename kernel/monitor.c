@@ -8,7 +8,7 @@
 #include "monitor.h"
 #include "palloc.h"
 #include "printf.h"
-#include "sbi.h"
+#include "poweroff.h"
 #include "timer.h"
 #include "uart.h"
 #include "virtio_net.h"
@@ -118,7 +118,7 @@ static void monitor_main(void *arg) {
       kprintf("slept %lu ms\n", ms);
     } else if (strcmp(line, "poweroff") == 0) {
       kprintf("bye\n");
-      sbi_shutdown(0);
+      poweroff(0);
     } else
       kprintf("unknown command '%s' (try 'help')\n", line);
   }

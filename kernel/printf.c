@@ -1,5 +1,6 @@
 // kprintf, ksnprintf and kpanic. Output goes through a putc hook: the SBI legacy
 // console during early boot, the UART once it is mapped and initialised.
+#include "poweroff.h"
 #include "printf.h"
 #include "klib.h"
 #include "riscv.h"
@@ -172,7 +173,7 @@ static __attribute__((noreturn)) void panic_v(int with_backtrace, const char *fm
     put_string("\n");
     if (with_backtrace)
       backtrace_from(read_fp(), 0);
-    sbi_shutdown(1);
+    poweroff(1);
   }
   for (;;)      // another hart is already reporting a panic
     wfi();

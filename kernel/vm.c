@@ -74,6 +74,7 @@ void kvm_init(const struct board *b) {
   // RAM below the kernel belongs to OpenSBI (and PMP-protected): leave it unmapped.
   map_device(kroot, &b->uart);
   map_device(kroot, &b->plic);
+  map_device(kroot, &b->finisher);
   for (uint32_t i = 0; i < b->nvirtio; i++)
     map_device(kroot, &b->virtio[i]);
 }

@@ -11,7 +11,7 @@
 #include "palloc.h"
 #include "printf.h"
 #include "riscv.h"
-#include "sbi.h"
+#include "poweroff.h"
 #include "stackful.h"
 
 #define N_OPS 10000
@@ -271,7 +271,7 @@ static void bench_main(void *arg) {
   bench_idle_stackless();
   bench_idle_stackful();
   kprintf("BENCH DONE\n");
-  sbi_shutdown(0);
+  poweroff(0);
 }
 
 void bench_start(void) {

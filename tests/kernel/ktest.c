@@ -8,7 +8,7 @@
 #include "palloc.h"
 #include "printf.h"
 #include "riscv.h"
-#include "sbi.h"
+#include "poweroff.h"
 #include "timer.h"
 
 #define RUNNER_PRIO 1
@@ -132,7 +132,7 @@ static int run_one(const struct ktest *t) {
     return -1;   // a stuck coroutine may hold anything: stop here
   }
   // Let the finished coroutines settle (their slots are freed after they return).
-  uint64_t deadline = rdtime() + board.timebase_hz;
+  uint64_t deadline = rdtime() + 10 * board.timebase_hz;   // a safety net, not a speed claim
   do {
     kco_sleep_ms(1);
     snap(&after);
@@ -164,6 +164,18 @@ static void runner(void *arg) {
   (void)arg;
   int passed = 0, failed = 0;
   kprintf("KTEST START harts=%u\n", nharts_online);
+  // A filter that names no test is a mistake, not a vacuous pass: say so and
+  // list the names.
+  int matching = 0;
+  for (const struct ktest *t = __ktests_start; t < __ktests_end; t++)
+    matching += !filter_buf[0] || strstr(t->name, filter_buf) != 0;
+  if (matching == 0) {
+    kprintf("KTEST FAIL no-such-test: no test name contains \"%s\"; the tests are:\n", filter_buf);
+    for (const struct ktest *t = __ktests_start; t < __ktests_end; t++)
+      kprintf("  %s\n", t->name);
+    kprintf("KTEST DONE passed=0 failed=1\n");
+    poweroff(1);
+  }
   for (const struct ktest *t = __ktests_start; t < __ktests_end; t++) {
     if (filter_buf[0] && !strstr(t->name, filter_buf))
       continue;
@@ -176,7 +188,7 @@ static void runner(void *arg) {
       break;
   }
   kprintf("KTEST DONE passed=%d failed=%d\n", passed, failed);
-  sbi_shutdown(failed != 0 || passed == 0);
+  poweroff(failed != 0 || passed == 0);
 }
 
 void ktest_start(const char *filter) {
