@@ -70,7 +70,8 @@
 #define KSTAT_TCP_PCBS 9         // lwIP TCP control blocks alive (including TIME_WAIT)
 #define KSTAT_CACHE_BYTES 10     // of KSTAT_KMALLOC_BYTES: caches that grow once and stay (executor slots, timer heaps)
 #define KSTAT_CACHE_OBJECTS 11   // of KSTAT_KMALLOC_OBJECTS: the same caches
-#define KSTAT_COUNT 12           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_ZOMBIES 12         // the caller's children that have exited and wait to be reaped
+#define KSTAT_COUNT 13           // selectors are 1 .. KSTAT_COUNT - 1
 
 // ---- errors (returned negated) ----
 #define EPERM 1

@@ -52,6 +52,16 @@ int proc_count(void) {
   return n;
 }
 
+// How many of p's children have exited and wait for p to reap them.
+int proc_zombie_children(struct proc *p) {
+  int n = 0;
+  spin_lock(&ptable_lock);
+  for (int i = 0; i < NPROC; i++)
+    n += procs[i].state == P_ZOMBIE && procs[i].parent == p;
+  spin_unlock(&ptable_lock);
+  return n;
+}
+
 // Slots [0, slots_used) have ever held a process. Processes take the lowest free
 // slot, so this stays small, and the per-entry scan below is short.
 static int slots_used;

@@ -109,6 +109,7 @@ int thread_create(struct proc *p, uint64_t entry, uint64_t arg, uint64_t sp);   
 int thread_join(struct proc *p, int tid, int *status, int may_block);          // 0 or -errno
 int proc_kill(int pid);
 int proc_count(void);
+int proc_zombie_children(struct proc *p);
 // Wait for a child (pid or -1) to exit; status is written to *status_kernel.
 // may_block 0: returns -EAGAIN instead of blocking.
 int proc_wait(struct proc *p, int pid, int *status_kernel, int may_block);

@@ -280,6 +280,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return es.live;
   case KSTAT_NPROCS:
     return proc_count();
+  case KSTAT_ZOMBIES:
+    return proc_zombie_children(p);
   case KSTAT_UINTR_POSTED:
     return (long)t->ui.posted;
   case KSTAT_RING_OVERFLOWS:

@@ -13,6 +13,10 @@ static volatile long results[NCO];
 static volatile int ran_on[2], done;
 static cid_t main_cid;
 
+static void count_thread(void) {
+  __atomic_fetch_add(&ran_on[cops_thread_index() ? 1 : 0], 1, __ATOMIC_SEQ_CST);
+}
+
 // Computes in segments; each segment counts for the thread that runs it (a
 // coroutine may continue on either thread after a yield).
 static long work(long seed) {
@@ -20,7 +24,7 @@ static long work(long seed) {
   for (long i = 0; i < 400000; i++) {
     x = x * 6364136223846793005L + 1442695040888963407L;
     if (i % 50000 == 0) {
-      __atomic_fetch_add(&ran_on[cops_thread_index() ? 1 : 0], 1, __ATOMIC_SEQ_CST);
+      count_thread();
       cops_yield();
     }
   }
@@ -30,6 +34,14 @@ static long work(long seed) {
 static void worker(void *arg) {
   long id = (long)arg;
   results[id] = work(id);
+  // A worker ends only once both threads have run coroutines: how soon the
+  // added thread's hart gets going depends on the host, so wait for that event
+  // (with a safety net) rather than hoping the work outlasts it.
+  long until = uptime() + 30000;
+  while ((ran_on[0] == 0 || ran_on[1] == 0) && uptime() < until) {
+    count_thread();
+    cops_yield();
+  }
   if (__atomic_add_fetch(&done, 1, __ATOMIC_SEQ_CST) == NCO)
     cops_wake(main_cid);
 }
@@ -63,8 +75,11 @@ int main(void) {
   check("added-thread-ran-coroutines", ran_on[1] > 0, 1);
   cops_spawn_stackful(async_on_helper, 0, 3);
   int blocked_thread = cops_thread_index();
-  sleep(30);                       // synchronous: the thread running main blocks, so
-                                   // only the other thread can run the new coroutine
+  // Synchronous sleeps: the thread running main stays blocked in the kernel or
+  // in this loop, never in its executor, so only the other thread can run the
+  // new coroutine. Wait for its result (the event), 30 s at most.
+  for (int i = 0; i < 3000 && async_result == -1; i++)
+    sleep(10);
   while (async_result == -1)
     cops_block();
   check("async-on-the-other-thread", async_thread != blocked_thread, 1);

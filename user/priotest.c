@@ -1,4 +1,5 @@
-// priotest: priorities the kernel sees (run on one hart).
+// priotest: priorities the kernel sees (run on one hart, under QEMU -icount:
+// which process finishes first must not depend on how fast the host is).
 //   - a low-priority process (6) started first and a high-priority one (2)
 //     started second do the same work: the high one must finish while the low
 //     one is still computing, because the kernel ranks processes by their
@@ -10,7 +11,8 @@
 #include "ulib.h"
 #include "utest.h"
 
-#define WORK 12000000L     // many ticks of work, so the order cannot hinge on one
+#define WORK 12000000L     // about 8 ticks of guest time at -icount shift=0, so the
+                           // order cannot hinge on one tick
 
 
 static int work(int prio) {

@@ -126,8 +126,8 @@ static void test_kill_frees(int mode) {
   const char *argv[] = { "socktest", "child", arg, 0 };
   long socks0 = kstat(KSTAT_SOCKETS);
   int pid = spawn("socktest", argv);
-  for (int i = 0; i < 100 && kstat(KSTAT_SOCKETS) < socks0 + 2; i++)
-    sleep(5);
+  for (int i = 0; i < 3000 && kstat(KSTAT_SOCKETS) < socks0 + 2; i++)   // 30 s at most
+    sleep(10);
   sleep(20);
   snprintf(name, sizeof name, "%s-child-listening", mode_name[mode]);
   check(name, kstat(KSTAT_SOCKETS), socks0 + 2);
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
   test_many();
   check("no-sockets-left", kstat(KSTAT_SOCKETS), 0);
   int same = 0;
-  for (int i = 0; i < 100 && !same; i++) {
+  for (int i = 0; i < 3000 && !same; i++) {   // 30 s at most: a safety net
     same = kstat(KSTAT_KMALLOC_OBJECTS) - kstat(KSTAT_CACHE_OBJECTS) == objs0 &&
            kstat(KSTAT_KMALLOC_BYTES) - kstat(KSTAT_CACHE_BYTES) == bytes0;
     if (!same)

@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
   check("fault-in-thread-kills-process", run_child("--fault-in-thread"), -1);
 
   int same = 0;
-  for (int i = 0; i < 50 && !same; i++) {
+  for (int i = 0; i < 3000 && !same; i++) {   // 30 s at most: a safety net
     same = kstat(KSTAT_FREE_PAGES) == free0 && kstat(KSTAT_KMALLOC_OBJECTS) == objs0;
     if (!same)
       sleep(10);

@@ -118,7 +118,7 @@ static void check_no_leaks(const char *what, const struct counters *before)
 {
   for (int i = KSTAT_FREE_PAGES; i <= KSTAT_NPROCS; i++) {
     long now = kstat(i);
-    for (int tries = 0; tries < 50 && now != before->v[i]; tries++) {
+    for (int tries = 0; tries < 3000 && now != before->v[i]; tries++) {   // 30 s at most
       sleep(10);
       now = kstat(i);
     }
@@ -798,8 +798,12 @@ static void test_kill(void)
   // A process that already exited cannot be killed (ESRCH), and its exit
   // status stays what it was.
   static const char *const e5[] = {"usertests", "--exit", "5", NULL};
+  long zombies0 = kstat(KSTAT_ZOMBIES);
   int pid = spawn("usertests", e5);
-  sleep(200);   // long enough for it to exit
+  // Wait for the exit itself (the child becomes a zombie), 30 s at most.
+  for (int i = 0; i < 3000 && kstat(KSTAT_ZOMBIES) == zombies0; i++)
+    sleep(10);
+  check("zombie-counted", kstat(KSTAT_ZOMBIES), zombies0 + 1);
   check("kill-zombie", kill(pid), -ESRCH);
   int st = 0;
   check("kill-zombie-wait", wait(pid, &st), pid);

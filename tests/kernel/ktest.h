@@ -46,6 +46,10 @@ void ktest_hold_other_harts(void);
 void ktest_release_other_harts(void);
 // Block the calling stackful coroutine until *counter >= target (polling with
 // short sleeps), or until timeout_ms passes. Returns 1 on success.
+// How long a test waits for an event before calling it lost: a safety net that
+// no healthy run comes near, however slow or loaded the host (tests wait for
+// events, never for an amount of time to pass).
+#define KTEST_PATIENCE_MS 30000
 int ktest_wait_count(volatile uint32_t *counter, uint32_t target, uint32_t timeout_ms);
 
 #endif

@@ -41,11 +41,11 @@ static void deep_block(int flags) {
   deep_parked = deep_go = deep_done = deep_ok = 0;
   for (int i = 0; i < N; i++)
     KREQUIRE(kco_spawn_stackful(deep_body, (void *)(uintptr_t)(i + 1), 3, flags) > 0);
-  KCHECK(ktest_wait_count(&deep_parked, N, 10000));
+  KCHECK(ktest_wait_count(&deep_parked, N, KTEST_PATIENCE_MS));
   kco_sleep_ms(5);
   __atomic_store_n(&deep_go, 1, __ATOMIC_SEQ_CST);
   waitq_wake_all(&deep_q);      // they may resume on any hart
-  KCHECK(ktest_wait_count(&deep_done, N, 10000));
+  KCHECK(ktest_wait_count(&deep_done, N, KTEST_PATIENCE_MS));
   KCHECK_EQ(deep_ok, N);
 }
 
@@ -72,7 +72,7 @@ KTEST(timer_sleep_order) {
   wake_seq = sleepers_done = 0;
   for (int i = 0; i < SLEEPERS; i++)
     KREQUIRE(kco_spawn_stackful(sleeper, (void *)(uintptr_t)i, 3, 0) > 0);
-  KCHECK(ktest_wait_count(&sleepers_done, SLEEPERS, 10000));
+  KCHECK(ktest_wait_count(&sleepers_done, SLEEPERS, KTEST_PATIENCE_MS));
   // 10 ms before 20 ms before 30 ms, and nobody woke early.
   KCHECK_EQ(wake_rank[1], 0);
   KCHECK_EQ(wake_rank[2], 1);
@@ -100,7 +100,7 @@ KTEST(timer_stackless) {
   s.polls = 0;
   s.done = 0;
   KREQUIRE(kco_spawn(timer_poll, &s, 3) > 0);
-  KCHECK(ktest_wait_count(&s.done, 1, 5000));
+  KCHECK(ktest_wait_count(&s.done, 1, KTEST_PATIENCE_MS));
   KCHECK(s.polls >= 2);       // it really blocked and was woken by the timer
   KCHECK(s.polls < 100);      // and was not busy-polled
 }

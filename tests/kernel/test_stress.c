@@ -90,7 +90,7 @@ KTEST(smp_stress_invariants) {
   }
   KCHECK(ktest_wait_count(&s_done, STRESS_COS, 60000));
   __atomic_store_n(&s_stop_checker, 1, __ATOMIC_SEQ_CST);
-  KCHECK(ktest_wait_count(&s_done, STRESS_COS + 1, 5000));
+  KCHECK(ktest_wait_count(&s_done, STRESS_COS + 1, KTEST_PATIENCE_MS));
   if (s_bad)
     ktest_fail_at(__FILE__, __LINE__, "invariant broken: %s", s_why);
   KCHECK(s_checks > 0);
