@@ -1,4 +1,5 @@
 # Coral — build, run and test.
+#   make              build the kernel, its vDSO and user programs (what make qemu boots)
 #   make qemu         boot the kernel on QEMU virt (SMP=, MEM=, ARGS= to change)
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
@@ -28,6 +29,12 @@ KCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
            -Ikernel -Ivdso -Inet -Itests/kernel -MMD -MP
 KLDFLAGS := -nostdlib -static -no-pie -T linker.ld -Wl,--no-relax -Wl,--build-id=none
 
+KERNEL := $(BUILD)/kernel.elf
+
+# The default goal: everything `make qemu` boots (kernel, vDSO, user programs).
+.PHONY: all
+all: $(KERNEL)
+
 # The kernel: its own sources, the shared executor from vdso/, and the in-kernel
 # tests and benchmarks (selected at boot by the command line).
 KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/switch.S \
@@ -55,8 +62,6 @@ $(NET_OBJ): $(LWIP_STAMP)
 $(BUILD)/lwip/%.c.o: $(LWIP_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(KCFLAGS) $(NETCFLAGS) -c $(LWIP_DIR)/src/$*.c -o $@
-KERNEL := $(BUILD)/kernel.elf
-
 # The network card: virtio-net on virtio-mmio, modern interface (QEMU 7.2 offers
 # the legacy one unless told otherwise), behind QEMU's user-mode network with
 # host port $(PORT) forwarded to the guest's port 80.
@@ -66,8 +71,7 @@ QEMUNET  = -global virtio-mmio.force-legacy=false \
 QEMUOPTS = -machine virt -bios $(OPENSBI) -kernel $(KERNEL) -nographic \
            -smp $(SMP) -m $(MEM) $(QEMUNET) -append "$(ARGS)"
 
-.PHONY: all deps qemu qemu-gdb test test-host bench bench-micro clean client
-all: $(KERNEL)
+.PHONY: deps qemu qemu-gdb test test-host bench bench-micro clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:

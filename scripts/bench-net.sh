@@ -9,6 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, coral_qemu, boot_matrixd
+trap halt_qemu EXIT            # however this script ends, its QEMU ends with it
 QEMU_LIMIT=900
 OUT=${OUT:-docs/results/net.md}
 MODELS=${MODELS:-kcuc kcut ktut ktuc}
@@ -96,4 +97,10 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo "KTUT = the same with a kernel thread per waiting call. Raw client output: \`$DIR/\`."
 } > "$OUT"
 echo "bench-net: wrote $OUT" >&2
+left=$(leftover_processes)
+if [ -n "$left" ]; then
+  echo "bench-net: processes left running (now stopped): $left" >&2
+  kill_leftovers
+  status=1
+fi
 exit $status

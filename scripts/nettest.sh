@@ -20,6 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/qemu-lib.sh     # BUILD, QEMU, coral_qemu, free_port, boot_matrixd
+trap halt_qemu EXIT            # however this script ends, its QEMU ends with it
 LOGS=$BUILD/test-logs
 MCLIENT=$BUILD/host/mclient
 MODELS=${*:-kcuc kcut ktut ktuc}

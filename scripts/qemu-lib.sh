@@ -8,14 +8,73 @@ OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
 # system reset; a run that hits this limit has hung and counts as a failure.
 QEMU_LIMIT=${QEMU_LIMIT:-600}
 
-# coral_qemu SMP MEM ARGS [HOSTPORT]: boot the kernel with kernel command line
-# ARGS; the virtio-net card (modern virtio-mmio) sits on QEMU's user network,
-# with HOSTPORT on 127.0.0.1 forwarded to the guest's port 80 if given.
-coral_qemu() {
+# Every process these scripts start carries CORAL_RUN_TAG in its environment,
+# so that whatever is still alive at the end can be found (leftover_check).
+export CORAL_RUN_TAG=${CORAL_RUN_TAG:-coral-run-$$-$RANDOM}
+
+# qemu_cmd SMP MEM ARGS [HOSTPORT]: set QEMU_CMD to the command that boots the
+# kernel with kernel command line ARGS; the virtio-net card (modern
+# virtio-mmio) sits on QEMU's user network, with HOSTPORT on 127.0.0.1
+# forwarded to the guest's port 80 if given. QEMU_EXTRA adds options (e.g.
+# "-icount shift=0,sleep=off"). The command is timeout running QEMU: started
+# as a simple command with `&`, $! is timeout's pid, and killing it ends QEMU
+# too (timeout passes the signal on).
+qemu_cmd() {
   local fwd=${4:+,hostfwd=tcp:127.0.0.1:$4-:80}
-  timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp "$1" -m "$2" -global virtio-mmio.force-legacy=false \
-    -netdev "user,id=net0$fwd" -device virtio-net-device,netdev=net0 -append "$3"
+  # shellcheck disable=SC2206 # QEMU_EXTRA is a list of options
+  QEMU_CMD=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf"
+    -nographic -smp "$1" -m "$2" -global virtio-mmio.force-legacy=false
+    -netdev "user,id=net0$fwd" -device virtio-net-device,netdev=net0 ${QEMU_EXTRA:-} -append "$3")
+}
+
+# coral_qemu SMP MEM ARGS [HOSTPORT]: run that command in the foreground. Its
+# exit status is the kernel's verdict (kernel/poweroff.c): 0 = success, 124 =
+# the safety-net limit was hit.
+coral_qemu() {
+  qemu_cmd "$@"
+  "${QEMU_CMD[@]}"
+}
+
+# The processes other than this script and its ancestors that carry
+# CORAL_RUN_TAG, one "pid command" per line: what a run left behind.
+leftover_processes() {
+  python3 - "$CORAL_RUN_TAG" <<'PY'
+import os, sys
+tag = ("CORAL_RUN_TAG=" + sys.argv[1]).encode()
+mine, pid = set(), os.getpid()
+while pid > 1:                      # this helper and every ancestor
+    mine.add(pid)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        break
+for p in os.listdir("/proc"):
+    if not p.isdigit() or int(p) in mine:
+        continue
+    try:
+        with open(f"/proc/{p}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+        with open(f"/proc/{p}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        continue
+    if tag in env:
+        print(p, cmd[:120])
+PY
+}
+
+# kill_leftovers: end whatever leftover_processes lists (TERM, then KILL).
+kill_leftovers() {
+  local pids
+  pids=$(leftover_processes | awk '{print $1}')
+  [ -n "$pids" ] || return 0
+  # shellcheck disable=SC2086
+  kill $pids 2> /dev/null
+  sleep 1
+  # shellcheck disable=SC2086
+  kill -9 $pids 2> /dev/null
+  return 0
 }
 
 free_port() {
@@ -30,7 +89,8 @@ PORT=
 boot_matrixd() {
   local log=$1
   PORT=$(free_port)
-  coral_qemu "$2" 256M "$3" "$PORT" < /dev/null > "$log" 2>&1 &
+  qemu_cmd "$2" 256M "$3" "$PORT"
+  "${QEMU_CMD[@]}" < /dev/null > "$log" 2>&1 &
   QPID=$!
   for _ in $(seq 1 600); do
     tr -d '\r' < "$log" | grep -q "^matrixd: baseline " && return 0

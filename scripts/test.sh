@@ -23,6 +23,16 @@ failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 
+# How long each part took, for the closing lines (a slower test run shows).
+timings=()
+part_start=$SECONDS
+part_done() { timings+=("$1 $((SECONDS - part_start))s"); part_start=$SECONDS; }
+summary() {
+  local IFS=,
+  echo "time:${timings[*]/#/ } (total $((SECONDS))s)"
+  echo "$passed passed, $failed failed"
+}
+
 # Count PASS/FAIL lines printed by a test binary or the kernel.
 tally() {   # tally PREFIX LOGFILE PASS_PATTERN FAIL_PATTERN
   local prefix=$1 log=$2 pp=$3 fp=$4 line
@@ -64,8 +74,9 @@ BUILD=$BUILD HOSTCC=$HOSTCC bash scripts/host/test-client.sh > "$LOGS/client.log
 tally "" "$LOGS/client.log" "PASS " "FAIL "
 grep -q "^PASS client/build" "$LOGS/client.log" || fail "client/run" "no result (see $LOGS/client.log)"
 
+part_done host
 if [ "${1:-}" = "--host-only" ]; then
-  echo "$passed passed, $failed failed"
+  summary
   [ $failed -eq 0 ]
   exit
 fi
@@ -74,9 +85,10 @@ fi
 if ! make -s all > "$LOGS/kernel.build.log" 2>&1; then
   fail "kernel/build" "see $LOGS/kernel.build.log"
   tail -20 "$LOGS/kernel.build.log"
-  echo "$passed passed, $failed failed"
+  summary
   exit 1
 fi
+part_done build
 
 run_qemu() {   # run_qemu LOG SMP MEM ARGS
   coral_qemu "$2" "$3" "$4" < /dev/null > "$1" 2>&1
@@ -93,8 +105,23 @@ for smp in 1 4; do
     [ $rc -eq 124 ] && why="hung: killed after ${QEMU_LIMIT}s"
     grep -q "PANIC" "$log" && why="kernel panic: $(grep -m1 PANIC "$log" | tr -d '\r')"
     fail "kernel-smp$smp/run" "$why (see $log)"
+  elif grep -q "^KTEST DONE passed=[0-9]* failed=0" "$log"; then
+    [ $rc -eq 0 ] && pass "kernel-smp$smp/exit-status-success" ||
+      fail "kernel-smp$smp/exit-status-success" "QEMU exited with $rc after a passing run"
   fi
 done
+
+# ---- the verdict is QEMU's exit status too: a failing job exits non-zero, and
+#      a test name that matches nothing is a failure that lists the names ----
+log=$LOGS/ktest-no-such-test.log
+run_qemu "$log" 1 128M "test=no_such_test"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^KTEST FAIL no-such-test" "$log" && grep -q "^  stale_cid_rejected" "$log"; then
+  pass "kernel/unknown-test-name-fails-and-lists"
+else
+  fail "kernel/unknown-test-name-fails-and-lists" "want status 1 and the list of tests, got status $rc (see $log)"
+fi
+part_done kernel
 
 # ---- 2b. user programs that test the system from user space, on 1 and 2 harts:
 #      usertests (every system call with bad input, faults, kills, leaks),
@@ -120,9 +147,11 @@ for kmode in 1 2; do
     fail "asynctest-kmode$kmode/run" "asynctest did not end with status 0 (see $log)"
 done
 
-# ---- priorities across processes (one hart, where the order is deterministic) ----
+# ---- priorities across processes: one hart, and instruction counting
+#      (-icount), so that guest time is the same on every host: the test asks
+#      which process finishes first, and that must not depend on host speed ----
 log=$LOGS/priotest.log
-run_qemu "$log" 1 256M "user=priotest"
+QEMU_EXTRA="-icount shift=0,sleep=off" run_qemu "$log" 1 256M "user=priotest"
 tally "priotest/" "$log" "priotest: PASS " "priotest: FAIL "
 grep -q "coral: init (pid 1) exited with status 0" "$log" ||
   fail "priotest/run" "priotest did not end with status 0 (see $log)"
@@ -147,12 +176,14 @@ for demo in "prodcons:prodcons: produced 12, consumed 12" "asyncread:(fast path,
     fail "demo/$prog" "did not finish as expected (see $log)"
   fi
 done
+part_done user
 
 # ---- 2d. the network, end to end: matrixd in its four models, driven from the
 #      host by mclient and tests/net/badinput.py (scripts/nettest.sh) ----
 BUILD=$BUILD QEMU=$QEMU OPENSBI=$OPENSBI QEMU_LIMIT=$QEMU_LIMIT bash scripts/nettest.sh > "$LOGS/nettest.log" 2>&1
 tally "" "$LOGS/nettest.log" "PASS " "FAIL "
 grep -q "^PASS net/kcuc/load" "$LOGS/nettest.log" || fail "net/run" "no result for the KCUC load (see $LOGS/nettest.log)"
+part_done net
 
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
 for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
@@ -177,30 +208,35 @@ else
   fail "timer/sbi-fallback" "banner must say 'timer sbi' and the timer tests must pass (see $log)"
 fi
 
-# ---- 3c. the console monitor, typed at through the UART (interrupt-driven input) ----
+# ---- 3c. the console monitor, typed at through the UART (interrupt-driven
+#      input). scripts/console-drive.py types each line after the answer to the
+#      previous one has appeared: it waits for events, never for a time. ----
+QEMU_CONSOLE=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf"
+              -nographic -smp 2 -m 256M)
 log=$LOGS/console.log
-{ sleep 2; printf 'stats\r'; sleep 0.5; printf 'check\r'; sleep 0.5; printf 'sleep 20\r'
-  sleep 0.5; printf 'bogus\r'; sleep 0.5; printf 'poweroff\r'; } |
-  timeout 60 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
-    -smp 2 -m 256M -append monitor > "$log" 2>&1
-if grep -q "^hart 1 (id" "$log" && grep -q "executor invariants hold" "$log" &&
-   grep -q "slept 20 ms" "$log" && grep -q "unknown command 'bogus'" "$log" && grep -q "^bye" "$log"; then
+if python3 scripts/console-drive.py "$log" --end exit \
+     --expect "coral> " --send 'stats\r' --expect "hart 1 (id" \
+     --expect "coral> " --send 'check\r' --expect "executor invariants hold" \
+     --expect "coral> " --send 'sleep 20\r' --expect "slept 20 ms" \
+     --expect "coral> " --send 'bogus\r' --expect "unknown command 'bogus'" \
+     --expect "coral> " --send 'poweroff\r' --expect "bye" \
+     -- "${QEMU_CONSOLE[@]}" -append monitor 2> "$log.why"; then
   pass "console/monitor"
 else
-  fail "console/monitor" "the monitor did not answer as expected (see $log)"
+  fail "console/monitor" "$(cat "$log.why") (see $log)"
 fi
 
 # ---- 3d. the default boot: init starts the shell, which runs programs by name ----
 log=$LOGS/shell.log
-{ sleep 2; printf 'hello a b\r'; sleep 1; printf 'echo one two\r'; sleep 1
-  printf 'nosuchprog\r'; sleep 1; printf 'pipetest\r'; sleep 2; } |
-  timeout 60 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
-    -smp 2 -m 256M > "$log" 2>&1
-if tr -d '\r' < "$log" | grep -q '^  argv\[2\] = "b"' && tr -d '\r' < "$log" | grep -q '^one two$' &&
-   grep -q "nosuchprog: no such program" "$log" && ! grep -q "pipetest.*FAIL" "$log"; then
+if python3 scripts/console-drive.py "$log" \
+     --expect '$ ' --send 'hello a b\r' --expect 'argv[2] = "b"' \
+     --expect '$ ' --send 'echo one two\r' --expect 'one two' \
+     --expect '$ ' --send 'nosuchprog\r' --expect "nosuchprog: no such program" \
+     --expect '$ ' --send 'pipetest\r' --expect 'pipetest: moved' --expect ' failed' --expect '$ ' \
+     -- "${QEMU_CONSOLE[@]}" 2> "$log.why" && ! grep -q "pipetest.*FAIL" "$log"; then
   pass "shell/programs"
 else
-  fail "shell/programs" "the shell did not run hello/echo/pipetest as expected (see $log)"
+  fail "shell/programs" "$(cat "$log.why" 2> /dev/null) the shell did not run hello/echo/pipetest as expected (see $log)"
 fi
 
 # ---- 4. a kernel fault prints a full report and shuts the machine down ----
@@ -214,6 +250,16 @@ if [ $rc -ne 124 ] && grep -q "KERNEL FAULT on hart .*: load page fault" "$log" 
 else
   fail "fault/report" "fault report incomplete or machine did not stop (status $rc, see $log)"
 fi
+part_done boot
 
-echo "$passed passed, $failed failed"
+# ---- 5. nothing this run started is still running (QEMU, servers, clients) ----
+left=$(leftover_processes)
+if [ -z "$left" ]; then
+  pass "run/no-processes-left"
+else
+  fail "run/no-processes-left" "still running: $(echo "$left" | tr '\n' ';')"
+  kill_leftovers
+fi
+
+summary
 [ $failed -eq 0 ]

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Drive a program's console like a person at a terminal, but by events.
+
+Starts COMMAND with its stdin and stdout on pipes, then works through the
+steps in order: `--expect TEXT` waits until TEXT has appeared in the output
+(after everything matched so far), `--send TEXT` types TEXT (with "\\r" for
+Enter, as a terminal sends). Nothing waits for an amount of time: a step
+waits for what it needs, up to --timeout seconds as a safety net. At the end
+the program gets --timeout seconds to exit by itself (--end exit) or is
+stopped (--end kill). All output goes to LOG.
+
+  console-drive.py LOG [--timeout S] [--end exit|kill] STEP... -- COMMAND...
+
+Exit status: 0 if every expectation was met (and, with --end exit, the
+program exited by itself), 1 otherwise, with the unmet step on stderr.
+"""
+import os
+import select
+import subprocess
+import sys
+import time
+
+
+def main(argv):
+    if "--" not in argv or len(argv) < 3:
+        sys.exit(__doc__)
+    split = argv.index("--")
+    opts, command = argv[1:split], argv[split + 1:]
+    log_path, opts = opts[0], opts[1:]
+    timeout, end, steps = 60.0, "kill", []
+    i = 0
+    while i < len(opts):
+        key, val = opts[i], opts[i + 1]
+        if key == "--timeout":
+            timeout = float(val)
+        elif key == "--end":
+            end = val
+        elif key in ("--expect", "--send"):
+            steps.append((key[2:], val.replace("\\r", "\r").replace("\\n", "\n")))
+        else:
+            sys.exit(f"console-drive: unknown option {key}")
+        i += 2
+
+    out = b""          # everything the program printed
+    seen = 0           # how far the expectations have matched
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+
+        def read_some(deadline):
+            nonlocal out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select([proc.stdout], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    return False
+                out += chunk
+                log.write(chunk)
+                log.flush()
+            return True
+
+        ok, why = True, ""
+        for kind, text in steps:
+            if kind == "send":
+                try:
+                    proc.stdin.write(text.encode())
+                    proc.stdin.flush()
+                except BrokenPipeError:
+                    ok, why = False, f"could not send {text!r}: the program has gone"
+                    break
+                continue
+            want = text.encode()
+            deadline = time.monotonic() + timeout
+            while out.find(want, seen) < 0:
+                if not read_some(deadline):
+                    ok, why = False, f"did not see {text!r} within {timeout:.0f} s"
+                    break
+            if not ok:
+                break
+            seen = out.find(want, seen) + len(want)
+
+        if ok and end == "exit":
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None and read_some(deadline):
+                pass
+            try:   # its output may end a moment before the process does
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                ok, why = False, f"the program did not exit within {timeout:.0f} s"
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        rest = proc.stdout.read()
+        if rest:
+            log.write(rest)
+    if not ok:
+        print(f"console-drive: {why}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
