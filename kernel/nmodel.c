@@ -20,8 +20,10 @@ static int allowed(const struct nm_env *e, uint32_t csr) {
   return e->priv >= ((csr >> 8) & 3);
 }
 
-int nm_csr_read(const struct nm_hart *h, const struct nm_env *e, uint32_t csr,
-                uint64_t *val) {
+// Inlined into nm_csr_access, so that the kernel's emulated csrr (the common
+// case) runs as a leaf with no registers to save.
+static inline __attribute__((always_inline)) int
+read_csr(const struct nm_hart *h, const struct nm_env *e, uint32_t csr, uint64_t *val) {
   if (!allowed(e, csr))
     return -1;
   switch (csr) {
@@ -37,6 +39,11 @@ int nm_csr_read(const struct nm_hart *h, const struct nm_env *e, uint32_t csr,
   case NM_CSR_SIDELEG:  *val = h->sideleg; return 0;
   }
   return -1;
+}
+
+int nm_csr_read(const struct nm_hart *h, const struct nm_env *e, uint32_t csr,
+                uint64_t *val) {
+  return read_csr(h, e, csr, val);
 }
 
 // uip: only USIP is writable, and only while it is U's. old is the software
@@ -91,7 +98,7 @@ static __attribute__((noinline)) int csr_write_op(struct nm_hart *h,
 
 int nm_csr_access(struct nm_hart *h, const struct nm_env *e, uint32_t csr, int op,
                   uint64_t src, int write, uint64_t *old) {
-  if (op < NM_CSRRW || op > NM_CSRRC || nm_csr_read(h, e, csr, old) != 0)
+  if (op < NM_CSRRW || op > NM_CSRRC || read_csr(h, e, csr, old) != 0)
     return -1;
   return write ? csr_write_op(h, e, csr, op, *old, src) : 0;
 }
