@@ -78,29 +78,28 @@ static void write_csr(struct nm_hart *h, const struct nm_env *e, uint32_t csr,
   }
 }
 
-// The write half of a CSR instruction. Kept out of line so that a pure read
-// (csrr, the common case in the kernel's emulation) saves no registers for it.
-static __attribute__((noinline)) int csr_write_op(struct nm_hart *h,
-                                                  const struct nm_env *e, uint32_t csr,
-                                                  int op, uint64_t old, uint64_t src) {
+// The write half of a CSR instruction (op already checked). Kept out of line
+// so that a pure read (csrr, the common case in the kernel's emulation) saves
+// no registers for it.
+static __attribute__((noinline)) void csr_write_op(struct nm_hart *h,
+                                                   const struct nm_env *e, uint32_t csr,
+                                                   int op, uint64_t old, uint64_t src) {
   // As for mip.SEIP in the privileged spec: a device's USIP shows in the value
   // read, but only the software bit takes part in csrrs/csrrc.
   if (csr == NM_CSR_UIP)
     old = (old & ~NM_USIP) |
           (__atomic_load_n(&h->uip, __ATOMIC_SEQ_CST) & NM_USIP & nm_u_ideleg(h, e));
-  switch (op) {
-  case NM_CSRRW: write_csr(h, e, csr, old, src); return 0;
-  case NM_CSRRS: write_csr(h, e, csr, old, old | src); return 0;
-  case NM_CSRRC: write_csr(h, e, csr, old, old & ~src); return 0;
-  }
-  return -1;
+  uint64_t val = op == NM_CSRRW ? src : op == NM_CSRRS ? (old | src) : (old & ~src);
+  write_csr(h, e, csr, old, val);
 }
 
 int nm_csr_access(struct nm_hart *h, const struct nm_env *e, uint32_t csr, int op,
                   uint64_t src, int write, uint64_t *old) {
   if (op < NM_CSRRW || op > NM_CSRRC || read_csr(h, e, csr, old) != 0)
     return -1;
-  return write ? csr_write_op(h, e, csr, op, *old, src) : 0;
+  if (write)
+    csr_write_op(h, e, csr, op, *old, src);
+  return 0;
 }
 
 int nm_pending_irq(const struct nm_hart *h, const struct nm_env *e) {
