@@ -148,3 +148,4 @@ clean:
 include scripts/host/host.mk
 
 -include $(KOBJ:.o=.d)
+include hw/hw.mk

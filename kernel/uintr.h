@@ -12,22 +12,18 @@
 #ifndef UINTR_H
 #define UINTR_H
 #include <stdint.h>
+#include "nmodel.h"
 
 struct thread;
 
-// Shadow u-CSR state of one user thread.
+// Shadow u-CSR state of one user thread: the N extension's architectural
+// state as kernel/nmodel.h defines it (the same model the RTL is tested
+// against), plus two counters.
 struct uintr_state {
-  uint64_t ustatus;            // UIE (bit 0), UPIE (bit 4)
-  uint64_t uie, utvec, uscratch, uepc, ucause, utval;
-  volatile uint64_t uip;       // USIP (bit 0): set by uintr_post from any hart
+  struct nm_hart n;            // n.uip (USIP) is set by uintr_post from any hart
   uint64_t posted;             // how many times an interrupt was raised
   uint64_t delivered;          // how many times the handler was entered
 };
-
-#define USTATUS_UIE 0x1
-#define USTATUS_UPIE 0x10
-#define UIP_USIP 0x1
-#define UIE_USIE 0x1
 
 void uintr_init(struct thread *t);
 // Raise a user software interrupt for thread t (from any hart, any kernel coroutine).

@@ -4,6 +4,7 @@
 #
 #   scripts/deps.sh            toolchain, emulator, firmware (what build/test need)
 #   scripts/deps.sh --all      also what later parts need (verilator, plotting, ...)
+#   scripts/deps.sh --hw       only the RTL tools of hw/ (verilator, yosys)
 #   scripts/deps.sh --lwip DIR lwIP 2.1.3 from Debian's source package, unpacked
 #                              into DIR/lwip-2.1.3 (an ignored build folder)
 set -euo pipefail
@@ -60,13 +61,18 @@ core_pkgs=(
   device-tree-compiler         # dtc: tests decode the board's DTB
   gcc make python3
 )
+hw_pkgs=(
+  verilator                    # hw/: lint and the differential testbench
+  yosys                        # hw/: synthesis estimates (make hw-synth)
+)
 extra_pkgs=(
-  verilator                    # hw/: RTL unit tests
+  "${hw_pkgs[@]}"
   python3-matplotlib           # plots of benchmark results
 )
 
 pkgs=("${core_pkgs[@]}")
 [ "${1:-}" = "--all" ] && pkgs+=("${extra_pkgs[@]}")
+[ "${1:-}" = "--hw" ] && pkgs=("${hw_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do
