@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Coral's whole test suite, as run by `make test` (and by CI through .ci/run):
-#   1. host unit tests (native gcc, ASan + UBSan): executor, allocators, DTB parser
+#   1. host unit tests (native gcc, ASan + UBSan): executor, allocators, DTB parser,
+#      ELF and initrd readers, matrix protocol, the N-extension model; the host
+#      client against a host server; hw/ (RTL lint, differential test against
+#      kernel/nmodel.c, planted bugs: scripts/hw-test.sh)
 #   2. kernel tests inside QEMU on 1 and 4 harts (tests/kernel/, bootargs test=all)
 #   3. boot matrix: 1..8 harts, 128 MiB..2 GiB; the banner must report them;
 #      the SBI timer fallback (a CPU without Sstc); the console monitor over the UART
 #   4. kernel fault report: registers and a backtrace, then a failure shutdown
+#   5. nothing the run started is left running
 #   (and, between 2 and 3, the network end to end: scripts/nettest.sh)
 # Every check prints "PASS name" or "FAIL name: why"; the last line is
 # "N passed, N failed" and the exit status is non-zero if anything failed.
@@ -54,8 +58,9 @@ declare -A HOST_SRCS=(
   [test_elf]="kernel/elf.c tests/host/test_elf.c"
   [test_initrd]="kernel/initrd.c tests/host/test_initrd.c"
   [test_matrix_proto]="user/matrix_proto.c tests/host/test_matrix_proto.c"
+  [test_nmodel]="kernel/nmodel.c tests/host/test_nmodel.c"
 )
-for t in test_executor test_alloc test_fdt test_elf test_initrd test_matrix_proto; do
+for t in test_executor test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel; do
   bin=$BUILD/host/$t
   if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
     fail "host/$t" "does not build (see $LOGS/$t.build.log)"
@@ -75,6 +80,13 @@ tally "" "$LOGS/client.log" "PASS " "FAIL "
 grep -q "^PASS client/build" "$LOGS/client.log" || fail "client/run" "no result (see $LOGS/client.log)"
 
 part_done host
+
+# ---- 1c. hw/: RTL lint, the differential test against kernel/nmodel.c, planted bugs ----
+BUILD=$BUILD bash scripts/hw-test.sh > "$LOGS/hw.log" 2>&1
+tally "" "$LOGS/hw.log" "PASS " "FAIL "
+grep -q "^[0-9]* passed, [0-9]* failed" "$LOGS/hw.log" || fail "hw/run" "no result (see $LOGS/hw.log)"
+part_done hw
+
 if [ "${1:-}" = "--host-only" ]; then
   summary
   [ $failed -eq 0 ]
