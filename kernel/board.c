@@ -177,17 +177,36 @@ isa_has(const char *isa, const char *ext)
   return false;
 }
 
-// Newer trees list extensions in riscv,isa-extensions; older ones only have
-// the riscv,isa string. Use whichever the hart has.
+// Does the riscv,isa string name the single-letter extension letter? Those
+// follow "rv32"/"rv64", before the first '_'.
 static bool
-hart_has_sstc(struct ctx *c, int cpu)
+isa_has_letter(const char *isa, char letter)
+{
+  if (lower(isa[0]) != 'r' || lower(isa[1]) != 'v')
+    return false;
+  const char *p = isa + 2;
+  while (*p >= '0' && *p <= '9')
+    p++;
+  for (; *p != '\0' && *p != '_'; p++)
+    if (lower(*p) == letter)
+      return true;
+  return false;
+}
+
+// Newer trees list extensions in riscv,isa-extensions; older ones only have
+// the riscv,isa string. Use whichever the hart has. ext is lower case; a
+// one-letter ext is looked for among the single-letter extensions.
+static bool
+hart_has_ext(struct ctx *c, int cpu, const char *ext)
 {
   struct fdt_prop p;
   const char *isa;
 
   if (fdt_getprop(&c->f, cpu, "riscv,isa-extensions", &p) == 0)
-    return fdt_stringlist_contains(&p, "sstc");
-  return fdt_getprop_str(&c->f, cpu, "riscv,isa", &isa) == 0 && isa_has(isa, "sstc");
+    return fdt_stringlist_contains(&p, ext);
+  if (fdt_getprop_str(&c->f, cpu, "riscv,isa", &isa) != 0)
+    return false;
+  return ext[1] == '\0' ? isa_has_letter(isa, ext[0]) : isa_has(isa, ext);
 }
 
 // A hart we can run on: a cpu node, enabled, with an MMU.
@@ -225,7 +244,7 @@ parse_harts(struct ctx *c)
 
   if ((cpus = fdt_path_offset(&c->f, "/cpus")) < 0)
     return cpus == FDT_ERR_NOTFOUND ? fail(c, "no /cpus node") : fail_fdt(c, "/cpus", cpus);
-  b->has_sstc = true;
+  b->has_sstc = b->has_n = true;
   for (n = fdt_first_child(&c->f, cpus); n >= 0; n = fdt_next_sibling(&c->f, n)) {
     if (!hart_usable(c, n))
       continue;
@@ -242,13 +261,14 @@ parse_harts(struct ctx *c)
     c->cpu[b->nharts] = n;
     c->intc[b->nharts] = hart_intc(c, n);
     b->hartid[b->nharts] = (uint32_t)id;
-    b->has_sstc = b->has_sstc && hart_has_sstc(c, n);
+    b->has_sstc = b->has_sstc && hart_has_ext(c, n, "sstc");
+    b->has_n = b->has_n && hart_has_ext(c, n, "n");
     b->nharts++;
   }
   if (n != FDT_ERR_NOTFOUND)
     return fail_fdt(c, "reading /cpus", n);
   if (b->nharts == 0) {
-    b->has_sstc = false;
+    b->has_sstc = b->has_n = false;
     return fail(c, "no usable hart");
   }
 

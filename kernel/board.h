@@ -23,6 +23,7 @@ struct board {
   uint32_t hartid[BOARD_MAX_HARTS];
   uint64_t timebase_hz;         // /cpus timebase-frequency
   bool has_sstc;                // every usable hart's riscv,isa names the Sstc extension
+  bool has_n;                   // ... and the N extension (user-level interrupts)
   struct mmio_dev uart;         // first "ns16550a" node
   struct mmio_dev plic;         // "riscv,plic0" / "sifive,plic-1.0.0"; irq unused
   uint32_t plic_ndev;           // riscv,ndev

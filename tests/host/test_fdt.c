@@ -156,6 +156,7 @@ check_qemu_board(int i)
     CHECK_EQ(b.plic_sctx[h], -1);
   CHECK_EQ(b.timebase_hz, 10000000);
   CHECK(b.has_sstc);
+  CHECK(!b.has_n);                       // stock QEMU has no N extension
   CHECK_EQ(b.uart.base, 0x10000000);
   CHECK_EQ(b.uart.size, 0x100);
   CHECK_EQ(b.uart.irq, 10);
@@ -430,6 +431,7 @@ struct opts {
   int ncpus;                 // usable cpus (hart ids 100, 101, ...)
   int nvirtio;               // enabled virtio slots, in scrambled order
   int nosstc;                // this hart's isa lacks sstc (-1: none)
+  int non;                   // harts [0, non) have the N extension ("rv64imacn")
   bool isa_ext_list;         // hart 0 uses riscv,isa-extensions instead
   bool timebase_on_cpus;     // else on each cpu node (the fallback)
   bool no_memory, no_uart, no_plic, no_cpus_node;
@@ -527,7 +529,8 @@ build_board(struct opts *o)
     prop_cells(&b, "timebase-frequency", 2, 0x1u, 0x2u);   // a 2-cell u64
   for (int h = 0; h < o->ncpus; h++) {
     const char *isa = h == o->nosstc ? "rv64imafdc_zicsr_zifencei_xsstc"
-                                     : "rv64imafdc_zicsr_zifencei_zba_sstc_zbb";
+                    : h < o->non   ? "rv64imafdcn_zicsr_zifencei_zba_sstc_zbb"
+                                   : "rv64imafdc_zicsr_zifencei_zba_sstc_zbb_zn";
     if (h == 0 && o->isa_ext_list)
       isa = NULL;
     snprintf(name, sizeof name, "cpu@%x", HART_ID(h));
@@ -696,6 +699,7 @@ test_handbuilt_variants(void)
   CHECK_EQ(b.nharts, 5);
   CHECK_EQ(b.nharts_found, 5);
   CHECK(!b.has_sstc);
+  CHECK(!b.has_n);                       // "zn" is not the letter n
   CHECK_EQ(b.timebase_hz, 0x100000002ull);
   CHECK(strcmp(b.bootargs, "") == 0);
   CHECK_EQ(b.nvirtio, 3);
@@ -705,6 +709,23 @@ test_handbuilt_variants(void)
     CHECK_EQ(b.plic_sctx[h], o.sctx[h]);
   for (int h = 5; h < BOARD_MAX_HARTS; h++)
     CHECK_EQ(b.plic_sctx[h], -1);
+  free(t.p);
+
+  // The N extension: a single letter of riscv,isa, on every hart or not at all.
+  default_opts(&o);
+  o.ncpus = 3;
+  o.non = 3;
+  t = build_board(&o);
+  PARSE_OK(t.p, &b, err);
+  CHECK(b.has_n);
+  CHECK(b.has_sstc);
+  free(t.p);
+  default_opts(&o);
+  o.ncpus = 3;
+  o.non = 2;                             // the third hart lacks it: not usable
+  t = build_board(&o);
+  PARSE_OK(t.p, &b, err);
+  CHECK(!b.has_n);
   free(t.p);
 
   // riscv,isa-extensions on hart 0; every hart has sstc. One hart.
