@@ -133,17 +133,6 @@ int stackful_poll(void *arg) { return stackful_resume(arg); }
 void kco_yield(void) { stackful_suspend(CO_YIELD); }
 void kco_block(void) { stackful_suspend(CO_PENDING); }
 
-void kco_sleep_until(uint64_t deadline) {
-  while (rdtime() < deadline) {
-    timer_add(deadline, kco_current());
-    kco_block();
-  }
-}
-
-void kco_sleep_ms(uint64_t ms) {
-  kco_sleep_until(rdtime() + ms * board.timebase_hz / 1000);
-}
-
 // Structures that grow once and are kept as caches: the kernel executor's slot
 // table and the per-hart timer heaps. Their growth under load is not a leak;
 // tests that compare kmalloc counters before and after subtract them.

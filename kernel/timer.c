@@ -1,5 +1,7 @@
-// Per-hart timers: a min-heap of (deadline, cid) plus the periodic tick.
-// The hardware compare register is programmed with the earlier of the two.
+// Per-hart timers: a min-heap of (deadline, cid) plus the periodic tick, and the
+// sleep of a stackful kernel coroutine built on them.
+// The hardware compare register is programmed with the earlier of the heap's first
+// deadline and the next tick.
 // With Sstc the kernel writes stimecmp itself; without it, every reprogramming
 // is an SBI call into M-mode.
 #include "timer.h"
@@ -116,4 +118,17 @@ void timer_interrupt(void) {
   }
   reprogram(h);
   spin_unlock(&h->timer_lock);
+}
+
+// A stackful coroutine sleeps by arming a timer for itself and blocking; a
+// spurious wake just arms it again.
+void kco_sleep_until(uint64_t deadline) {
+  while (rdtime() < deadline) {
+    timer_add(deadline, kco_current());
+    kco_block();
+  }
+}
+
+void kco_sleep_ms(uint64_t ms) {
+  kco_sleep_until(rdtime() + ms * board.timebase_hz / 1000);
 }

@@ -15,4 +15,9 @@ void timer_interrupt(void);          // from the trap handler
 int timer_add(uint64_t when, cid_t cid);
 int timer_uses_sstc(void);
 
+// Stackful kernel coroutines only: block until rdtime() >= deadline, or for ms
+// milliseconds.
+void kco_sleep_until(uint64_t deadline);     // in timebase ticks (rdtime)
+void kco_sleep_ms(uint64_t ms);
+
 #endif

@@ -7,6 +7,7 @@
 #include "bench.h"
 #include "hart.h"
 #include "kco.h"
+#include "timer.h"
 #include "kmalloc.h"
 #include "palloc.h"
 #include "printf.h"
