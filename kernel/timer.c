@@ -10,7 +10,6 @@
 #include "kmalloc.h"
 #include "riscv.h"
 #include "sbi.h"
-#include "prio.h"
 
 static int use_sstc;
 
@@ -97,9 +96,10 @@ int timer_add(uint64_t when, cid_t cid) {
   return 0;
 }
 
-void timer_interrupt(void) {
+int timer_interrupt(void) {
   struct hart *h = this_hart();
   uint64_t now = rdtime();
+  int ticked = 0;
   h->irq_timer++;
   spin_lock(&h->timer_lock);
   while (h->ntimers && h->timers[0].when <= now) {
@@ -110,14 +110,14 @@ void timer_interrupt(void) {
   }
   if (now >= h->next_tick) {
     h->ticks++;
-    if (h->index == 0)
-      prio_update_global();     // COPS: the global bitmap is rebuilt at each tick
+    ticked = 1;
     // Skip ticks missed while interrupts were off rather than replaying them.
     while (h->next_tick <= now)
       h->next_tick += tick_interval();
   }
   reprogram(h);
   spin_unlock(&h->timer_lock);
+  return ticked;
 }
 
 // A stackful coroutine sleeps by arming a timer for itself and blocking; a
