@@ -42,18 +42,6 @@ static void provoke_fault(void *arg) {
 }
 
 // ---- the first user process ----
-static int init_pid;
-static int shutdown_when_init_exits;
-
-// Called by proc_exit for every process; the first one's end may end the run.
-void userinit_exited(int pid, int status) {
-  if (pid != init_pid)
-    return;
-  kprintf("coral: init (pid %d) exited with status %d\n", pid, status);
-  if (shutdown_when_init_exits)
-    sbi_shutdown(status != 0);
-}
-
 // Start `init` (which starts the shell), or with user=PROG, `init PROG`, and
 // shut down with its status when it ends (the form the tests use). Commas in
 // PROG separate arguments: user=matrixd,-m,ktut runs `init matrixd -m ktut`.
@@ -74,8 +62,7 @@ static int start_init(char *prog) {
     kprintf("coral: cannot start init: error %d\n", err);
     return -1;
   }
-  init_pid = p->pid;
-  shutdown_when_init_exits = prog != 0;
+  proc_set_init(p->pid, prog != 0);
   return 0;
 }
 

@@ -10,5 +10,4 @@
 #ifndef MAIN_H
 #define MAIN_H
 void start_main_job(const char *bootargs);
-void userinit_exited(int pid, int status);   // from proc_exit
 #endif
