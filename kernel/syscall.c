@@ -25,37 +25,6 @@
 
 #define arg(p, n) (sa->a[n])
 
-struct file *fd_file(struct proc *p, uint64_t fd) {
-  return fd < NOFILE ? p->ofile[fd] : 0;
-}
-
-// Threads of a process share its descriptor table: slots are claimed under
-// the process lock.
-int fd_alloc(struct proc *p, struct file *f) {
-  int r = -EMFILE;
-  spin_lock(&p->lock);
-  for (int fd = 0; fd < NOFILE; fd++)
-    if (!p->ofile[fd]) {
-      p->ofile[fd] = f;
-      r = fd;
-      break;
-    }
-  spin_unlock(&p->lock);
-  return r;
-}
-
-// Is all of [uva, uva + len) mapped for the user with permission perm? Checked
-// before a call does anything, so a bad buffer fails the whole call cleanly
-// (-EFAULT) instead of after a partial transfer that cannot be undone.
-int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm) {
-  if (uva + len < uva || uva + len > USER_VA_END)
-    return 0;
-  for (uint64_t va = ALIGN_DOWN(uva, PAGE_SIZE); va < uva + len; va += PAGE_SIZE)
-    if (!uvm_translate(p->pagetable, va < uva ? uva : va, perm))
-      return 0;
-  return 1;
-}
-
 static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
   return user_range_ok(p, uva, len, PTE_W);
 }
@@ -366,16 +335,6 @@ static int can_be_async(uint64_t nr) {
          nr == SYS_accept || nr == SYS_recv || nr == SYS_send;
 }
 
-long syscall_invoke(struct thread *t, struct sysargs *sa, int may_block) {
-  return calls[sa->nr](t, sa, may_block);
-}
-
-void sysargs_release(struct sysargs *sa) {
-  if (sa->sock)
-    sock_put(sa->sock);
-  sa->sock = 0;
-}
-
 enum syscall_outcome syscall_dispatch(struct thread *t) {
   struct proc *p = t->proc;
   uint64_t a7 = t->uc.x[REG_A7];
@@ -392,7 +351,8 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     t->uc.x[REG_A0] = (uint64_t)-ENOSYS;
     return SC_DONE;
   }
-  long r = calls[sa.nr](t, &sa, 0);
+  sa.call = calls[sa.nr];
+  long r = sa.call(t, &sa, 0);
   if (r == WOULD_BLOCK && async) {
     // The async form: the caller's coroutine (cid in a5) waits; the process
     // does not. The kernel coroutine runs at the caller's priority (a4, which
