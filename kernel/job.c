@@ -3,8 +3,6 @@
 #include "main.h"
 #include "monitor.h"
 #include "printf.h"
-#include "ktest.h"
-#include "bench.h"
 #include "kco.h"
 #include "sbi.h"
 #include "proc.h"
@@ -66,15 +64,24 @@ static int start_init(char *prog) {
   return 0;
 }
 
+extern const struct boot_job __boot_jobs_start[], __boot_jobs_end[];   // linker.ld
+
+// The first registered job that args name (its value in val), or 0.
+static const struct boot_job *registered_job(const char *args, char *val, size_t vallen) {
+  for (const struct boot_job *j = __boot_jobs_start; j < __boot_jobs_end; j++)
+    if (bootarg(args, j->key, val, vallen))
+      return j;
+  return 0;
+}
+
 void start_main_job(const char *args) {
   char val[BOARD_BOOTARGS_MAX];
+  const struct boot_job *job;
   if (bootarg(args, "user", val, sizeof val)) {
     if (start_init(val) != 0)
       sbi_shutdown(1);
-  } else if (bootarg(args, "test", val, sizeof val))
-    ktest_start(val);
-  else if (bootarg(args, "bench", val, sizeof val))
-    bench_start();
+  } else if ((job = registered_job(args, val, sizeof val)) != 0)
+    job->start(val);
   else if (bootarg(args, "poweroff", val, sizeof val)) {
     kprintf("poweroff: boot complete\n");
     sbi_shutdown(0);

@@ -3,6 +3,7 @@
 #include "hart.h"
 #include "kco.h"
 #include "klib.h"
+#include "main.h"
 #include "kmalloc.h"
 #include "monitor.h"
 #include "palloc.h"
@@ -179,7 +180,7 @@ static void runner(void *arg) {
   sbi_shutdown(failed != 0 || passed == 0);
 }
 
-void ktest_start(const char *filter) {
+static void ktest_start(const char *filter) {
   size_t n = strnlen(filter, sizeof filter_buf - 1);
   memcpy(filter_buf, filter, n);
   filter_buf[n] = 0;
@@ -188,3 +189,4 @@ void ktest_start(const char *filter) {
   if (kco_spawn_stackful(runner, 0, RUNNER_PRIO, 0) < 0)
     kpanic("ktest: cannot spawn the runner");
 }
+BOOT_JOB(10, "test", ktest_start);       // bootargs test[=NAME]
