@@ -13,8 +13,10 @@ UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest async
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 # Programs built from more than user/NAME.c: their extra objects. matrixd is the
-# matrix-echo server (main + the coroutine and thread models + the protocol).
-MATRIXD_OBJS := $(BUILD)/user/matrixd_uc.o $(BUILD)/user/matrixd_ut.o $(BUILD)/user/matrix_proto.o
+# matrix-echo server (main + the coroutine and thread models + their shared
+# core + the protocol).
+MATRIXD_OBJS := $(BUILD)/user/matrixd_uc.o $(BUILD)/user/matrixd_ut.o $(BUILD)/user/matrixd_core.o \
+                $(BUILD)/user/matrix_proto.o
 MULTI_BINS := $(BUILD)/user/bin/matrixd
 SIMPLE_BINS := $(filter-out $(MULTI_BINS),$(UBINS))
 
