@@ -77,7 +77,7 @@ int timer_add(uint64_t when, cid_t cid) {
   struct hart *h = this_hart();
   spin_lock(&h->timer_lock);
   if (h->ntimers == h->timer_cap) {
-    uint32_t cap = h->timer_cap ? h->timer_cap * 2 : 16;
+    uint32_t cap = h->timer_cap ? h->timer_cap * 2 : TIMER_HEAP_INITIAL;
     struct timer_entry *t = kmalloc(cap * sizeof(*t));
     if (!t) {
       spin_unlock(&h->timer_lock);
