@@ -219,7 +219,7 @@ check_open_archive(const uint8_t *b, size_t len)
 
 // The packer's output, decoded by hand, is exactly the documented format.
 static void
-test_format(void)
+test_packer_output_is_the_documented_format(void)
 {
   NEED_GOOD(g);
   const uint8_t *b = g->p;
@@ -247,7 +247,7 @@ test_format(void)
 }
 
 static void
-test_find(void)
+test_find_every_file_and_no_near_miss(void)
 {
   NEED_GOOD(g);
   uint8_t *b = dup_exact(g->p, g->len, g->len);
@@ -605,8 +605,8 @@ CHECK_MAIN_BEGIN("test_initrd")
     return 1;
   make_files();
 
-  RUN_TEST(test_format);
-  RUN_TEST(test_find);
+  RUN_TEST(test_packer_output_is_the_documented_format);
+  RUN_TEST(test_find_every_file_and_no_near_miss);
   RUN_TEST(test_empty_state);
   RUN_TEST(test_mkinitrd);
   RUN_TEST(test_bad_header);

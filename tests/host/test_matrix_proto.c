@@ -625,7 +625,7 @@ static void test_stall(void)
   fx_free(&f);
 }
 
-static void test_format(void)
+static void test_format_exact_bytes_and_parse_back(void)
 {
   char out[256];
   int64_t c[4] = {1, -2, 30, INT64_MIN};
@@ -882,7 +882,7 @@ CHECK_MAIN_BEGIN("test_matrix_proto")
   RUN_TEST(test_matrix_too_large);
   RUN_TEST(test_too_long);
   RUN_TEST(test_stall);
-  RUN_TEST(test_format);
+  RUN_TEST(test_format_exact_bytes_and_parse_back);
   RUN_TEST(test_square);
   RUN_TEST(test_room);
   RUN_TEST(test_fuzz_framed);
