@@ -17,8 +17,7 @@ struct out {
 
 // write() may in principle take fewer bytes than asked; keep going until all
 // are written or the descriptor reports an error.
-static void write_all(int fd, const char *p, size_t n)
-{
+static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
     long r = write(fd, p, (long)n);
     if (r <= 0)
@@ -28,15 +27,13 @@ static void write_all(int fd, const char *p, size_t n)
   }
 }
 
-static void out_flush(struct out *o)
-{
+static void out_flush(struct out *o) {
   if (o->fd >= 0 && o->len > 0)
     write_all(o->fd, o->buf, o->len);
   o->len = 0;
 }
 
-static void out_char(struct out *o, char c)
-{
+static void out_char(struct out *o, char c) {
   o->total++;
   if (o->len == o->cap) {
     if (o->fd < 0)
@@ -46,8 +43,7 @@ static void out_char(struct out *o, char c)
   o->buf[o->len++] = c;
 }
 
-static void out_pad(struct out *o, char c, int n)
-{
+static void out_pad(struct out *o, char c, int n) {
   for (; n > 0; n--)
     out_char(o, c);
 }
@@ -56,8 +52,7 @@ static void out_pad(struct out *o, char c, int n)
 // Zero padding goes between the prefix and the body ("-0042"), space padding
 // before the prefix ("  -42") or, left-justified, after the body.
 static void out_field(struct out *o, const char *prefix, const char *body, int blen, int width,
-                      int zero, int left)
-{
+                      int zero, int left) {
   int plen = (int)strlen(prefix);
   int pad = width - plen - blen;
   if (!left && !zero)
@@ -73,8 +68,7 @@ static void out_field(struct out *o, const char *prefix, const char *body, int b
 }
 
 static void out_unsigned(struct out *o, const char *prefix, unsigned long v, unsigned base,
-                         int upper, int width, int zero, int left)
-{
+                         int upper, int width, int zero, int left) {
   const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
   char tmp[24];   // 2^64 needs 20 decimal digits, 16 hex digits
   int n = sizeof tmp;
@@ -85,8 +79,7 @@ static void out_unsigned(struct out *o, const char *prefix, unsigned long v, uns
   out_field(o, prefix, tmp + n, (int)sizeof tmp - n, width, zero, left);
 }
 
-static int format(struct out *o, const char *fmt, va_list ap)
-{
+static int format(struct out *o, const char *fmt, va_list ap) {
   for (; *fmt; fmt++) {
     if (*fmt != '%') {
       out_char(o, *fmt);
@@ -160,8 +153,7 @@ static int format(struct out *o, const char *fmt, va_list ap)
   return o->total;
 }
 
-int vfprintf(int fd, const char *fmt, va_list ap)
-{
+int vfprintf(int fd, const char *fmt, va_list ap) {
   char buf[PRINTF_BUF];
   struct out o = {.fd = fd, .buf = buf, .cap = sizeof buf};
   int n = format(&o, fmt, ap);
@@ -169,8 +161,7 @@ int vfprintf(int fd, const char *fmt, va_list ap)
   return n;
 }
 
-int fprintf(int fd, const char *fmt, ...)
-{
+int fprintf(int fd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vfprintf(fd, fmt, ap);
@@ -178,8 +169,7 @@ int fprintf(int fd, const char *fmt, ...)
   return n;
 }
 
-int printf(const char *fmt, ...)
-{
+int printf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vfprintf(STDOUT, fmt, ap);
@@ -187,8 +177,7 @@ int printf(const char *fmt, ...)
   return n;
 }
 
-int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
-{
+int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap) {
   // Keep one byte for the terminating NUL.
   struct out o = {.fd = -1, .buf = buf, .cap = size > 0 ? size - 1 : 0};
   int n = format(&o, fmt, ap);
@@ -197,8 +186,7 @@ int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
   return n;
 }
 
-int snprintf(char *buf, size_t size, const char *fmt, ...)
-{
+int snprintf(char *buf, size_t size, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(buf, size, fmt, ap);
@@ -206,13 +194,11 @@ int snprintf(char *buf, size_t size, const char *fmt, ...)
   return n;
 }
 
-int puts(const char *s)
-{
+int puts(const char *s) {
   return printf("%s\n", s);
 }
 
-const char *errname(long err)
-{
+const char *errname(long err) {
   switch (-err) {
   case EPERM: return "EPERM";
   case ENOENT: return "ENOENT";

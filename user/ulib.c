@@ -12,16 +12,14 @@
 // ---------------------------------------------------------------------------
 // Strings and memory
 
-size_t strlen(const char *s)
-{
+size_t strlen(const char *s) {
   size_t n = 0;
   while (s[n])
     n++;
   return n;
 }
 
-int strcmp(const char *a, const char *b)
-{
+int strcmp(const char *a, const char *b) {
   while (*a && *a == *b) {
     a++;
     b++;
@@ -29,8 +27,7 @@ int strcmp(const char *a, const char *b)
   return (unsigned char)*a - (unsigned char)*b;
 }
 
-int strncmp(const char *a, const char *b, size_t n)
-{
+int strncmp(const char *a, const char *b, size_t n) {
   for (; n > 0; n--, a++, b++) {
     if (*a != *b || *a == 0)
       return (unsigned char)*a - (unsigned char)*b;
@@ -38,16 +35,14 @@ int strncmp(const char *a, const char *b, size_t n)
   return 0;
 }
 
-char *strcpy(char *dst, const char *src)
-{
+char *strcpy(char *dst, const char *src) {
   char *d = dst;
   while ((*d++ = *src++) != 0)
     ;
   return dst;
 }
 
-char *strchr(const char *s, int c)
-{
+char *strchr(const char *s, int c) {
   for (;; s++) {
     if (*s == (char)c)
       return (char *)s;
@@ -56,16 +51,14 @@ char *strchr(const char *s, int c)
   }
 }
 
-NO_LIBCALL void *memset(void *dst, int c, size_t n)
-{
+NO_LIBCALL void *memset(void *dst, int c, size_t n) {
   unsigned char *d = dst;
   while (n-- > 0)
     *d++ = (unsigned char)c;
   return dst;
 }
 
-NO_LIBCALL void *memcpy(void *dst, const void *src, size_t n)
-{
+NO_LIBCALL void *memcpy(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;
   const unsigned char *s = src;
   while (n-- > 0)
@@ -73,8 +66,7 @@ NO_LIBCALL void *memcpy(void *dst, const void *src, size_t n)
   return dst;
 }
 
-NO_LIBCALL void *memmove(void *dst, const void *src, size_t n)
-{
+NO_LIBCALL void *memmove(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;
   const unsigned char *s = src;
   if (d < s) {
@@ -91,8 +83,7 @@ NO_LIBCALL void *memmove(void *dst, const void *src, size_t n)
   return dst;
 }
 
-int memcmp(const void *a, const void *b, size_t n)
-{
+int memcmp(const void *a, const void *b, size_t n) {
   const unsigned char *x = a, *y = b;
   for (; n > 0; n--, x++, y++) {
     if (*x != *y)
@@ -101,8 +92,7 @@ int memcmp(const void *a, const void *b, size_t n)
   return 0;
 }
 
-long atol(const char *s)
-{
+long atol(const char *s) {
   while (*s == ' ' || *s == '\t')
     s++;
   int neg = 0;
@@ -115,16 +105,14 @@ long atol(const char *s)
   return neg ? (long)(0 - v) : (long)v;
 }
 
-int atoi(const char *s)
-{
+int atoi(const char *s) {
   return (int)atol(s);
 }
 
 // ---------------------------------------------------------------------------
 // Processes
 
-int wait_for(int pid, int *status, void (*other)(int pid, int status))
-{
+int wait_for(int pid, int *status, void (*other)(int pid, int status)) {
   for (;;) {
     int st = 0;
     int w = wait(-1, &st);
@@ -148,8 +136,7 @@ int wait_for(int pid, int *status, void (*other)(int pid, int status))
 // is skipped, so \r\n does not produce an extra empty line.
 static int last_was_cr;
 
-int readline(char *buf, int max)
-{
+int readline(char *buf, int max) {
   int n = 0;
   int escape = 0;   // 1: after ESC, 2: inside ESC [ ... (a CSI sequence)
   if (max <= 0)

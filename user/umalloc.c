@@ -23,8 +23,7 @@ static struct header *freep;   // where the last search stopped
 // Extends the heap by at least `units` and puts the new block on the free list.
 static void free_unlocked(void *ptr);
 
-static struct header *morecore(size_t units)
-{
+static struct header *morecore(size_t units) {
   if (units < GROW_UNITS)
     units = GROW_UNITS;
   long cur = brk(0);
@@ -43,8 +42,7 @@ static struct header *morecore(size_t units)
   return freep;
 }
 
-static void *malloc_unlocked(size_t n)
-{
+static void *malloc_unlocked(size_t n) {
   // Nothing larger than the whole heap area can succeed, and the check keeps
   // the unit computation below from overflowing.
   if (n > USER_HEAP_MAX)
@@ -80,8 +78,7 @@ static void *malloc_unlocked(size_t n)
   }
 }
 
-static void free_unlocked(void *ptr)
-{
+static void free_unlocked(void *ptr) {
   if (ptr == NULL)
     return;
   struct header *bp = (struct header *)ptr - 1;
@@ -109,8 +106,7 @@ static void free_unlocked(void *ptr)
   freep = p;
 }
 
-void *calloc(size_t count, size_t size)
-{
+void *calloc(size_t count, size_t size) {
   if (size != 0 && count > SIZE_MAX / size)
     return NULL;   // count * size would overflow
   void *p = malloc(count * size);
@@ -119,8 +115,7 @@ void *calloc(size_t count, size_t size)
   return p;
 }
 
-void *realloc(void *ptr, size_t n)
-{
+void *realloc(void *ptr, size_t n) {
   if (ptr == NULL)
     return malloc(n);
   if (n == 0) {
@@ -143,8 +138,7 @@ void *realloc(void *ptr, size_t n)
 // the executor growing its slot table on any of them): one spinlock around it.
 static volatile int malloc_lock;
 
-void *malloc(size_t n)
-{
+void *malloc(size_t n) {
   while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
     ;
   void *p = malloc_unlocked(n);
@@ -152,8 +146,7 @@ void *malloc(size_t n)
   return p;
 }
 
-void free(void *ptr)
-{
+void free(void *ptr) {
   while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
     ;
   free_unlocked(ptr);
