@@ -17,9 +17,7 @@ struct msg {
   size_t cap, len;
 };
 
-static void
-msg_str(struct msg *m, const char *s)
-{
+static void msg_str(struct msg *m, const char *s) {
   if (m->cap == 0)
     return;
   while (*s != '\0' && m->len + 1 < m->cap)
@@ -27,9 +25,7 @@ msg_str(struct msg *m, const char *s)
   m->buf[m->len] = '\0';
 }
 
-static void
-msg_hex(struct msg *m, uint64_t v)
-{
+static void msg_hex(struct msg *m, uint64_t v) {
   char t[19];
   int i = sizeof t;
 
@@ -43,9 +39,7 @@ msg_hex(struct msg *m, uint64_t v)
   msg_str(m, t + i);
 }
 
-static void
-msg_dec(struct msg *m, uint64_t v)
-{
+static void msg_dec(struct msg *m, uint64_t v) {
   char t[21];
   int i = sizeof t;
 
@@ -67,18 +61,14 @@ struct ctx {
 };
 
 // Start the message over: "board: <what>". Always returns -1.
-static int
-fail(struct ctx *c, const char *what)
-{
+static int fail(struct ctx *c, const char *what) {
   c->err.len = 0;
   msg_str(&c->err, "board: ");
   msg_str(&c->err, what);
   return -1;
 }
 
-static int
-fail_hex(struct ctx *c, const char *what, uint64_t v)
-{
+static int fail_hex(struct ctx *c, const char *what, uint64_t v) {
   fail(c, what);
   msg_str(&c->err, " ");
   msg_hex(&c->err, v);
@@ -86,9 +76,7 @@ fail_hex(struct ctx *c, const char *what, uint64_t v)
 }
 
 // An fdt call failed while reading what: "board: <what>: <fdt error>".
-static int
-fail_fdt(struct ctx *c, const char *what, int e)
-{
+static int fail_fdt(struct ctx *c, const char *what, int e) {
   fail(c, what);
   msg_str(&c->err, ": ");
   msg_str(&c->err, fdt_strerror(e));
@@ -96,9 +84,7 @@ fail_fdt(struct ctx *c, const char *what, int e)
 }
 
 // The same for property prop of device what: "board: uart reg: <fdt error>".
-static int
-fail_fdt2(struct ctx *c, const char *what, const char *prop, int e)
-{
+static int fail_fdt2(struct ctx *c, const char *what, const char *prop, int e) {
   fail(c, what);
   msg_str(&c->err, prop);
   msg_str(&c->err, ": ");
@@ -106,9 +92,7 @@ fail_fdt2(struct ctx *c, const char *what, const char *prop, int e)
   return -1;
 }
 
-static bool
-has_device_type(struct ctx *c, int node, const char *type)
-{
+static bool has_device_type(struct ctx *c, int node, const char *type) {
   const char *s;
 
   return fdt_getprop_str(&c->f, node, "device_type", &s) == 0 && strcmp(s, type) == 0;
@@ -119,9 +103,7 @@ has_device_type(struct ctx *c, int node, const char *type)
 //
 
 // The first memory node under the root; its first reg range.
-static int
-parse_memory(struct ctx *c)
-{
+static int parse_memory(struct ctx *c) {
   int n, r;
   uint64_t base, size;
 
@@ -145,9 +127,7 @@ parse_memory(struct ctx *c)
 // Harts.
 //
 
-static char
-lower(char ch)
-{
+static char lower(char ch) {
   return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
 }
 
@@ -155,9 +135,7 @@ lower(char ch)
 // base ("rv64imafdch") multi-letter extensions follow, each after an '_', so
 // only a whole '_'-separated token counts: "sstc" must not match inside some
 // longer extension name. ISA strings are case-insensitive.
-static bool
-isa_has(const char *isa, const char *ext)
-{
+static bool isa_has(const char *isa, const char *ext) {
   size_t n = strlen(ext);
 
   for (const char *p = isa; *p != '\0'; p++) {
@@ -179,9 +157,7 @@ isa_has(const char *isa, const char *ext)
 
 // Does the riscv,isa string name the single-letter extension letter? Those
 // follow "rv32"/"rv64", before the first '_'.
-static bool
-isa_has_letter(const char *isa, char letter)
-{
+static bool isa_has_letter(const char *isa, char letter) {
   if (lower(isa[0]) != 'r' || lower(isa[1]) != 'v')
     return false;
   const char *p = isa + 2;
@@ -196,9 +172,7 @@ isa_has_letter(const char *isa, char letter)
 // Newer trees list extensions in riscv,isa-extensions; older ones only have
 // the riscv,isa string. Use whichever the hart has. ext is lower case; a
 // one-letter ext is looked for among the single-letter extensions.
-static bool
-hart_has_ext(struct ctx *c, int cpu, const char *ext)
-{
+static bool hart_has_ext(struct ctx *c, int cpu, const char *ext) {
   struct fdt_prop p;
   const char *isa;
 
@@ -210,9 +184,7 @@ hart_has_ext(struct ctx *c, int cpu, const char *ext)
 }
 
 // A hart we can run on: a cpu node, enabled, with an MMU.
-static bool
-hart_usable(struct ctx *c, int cpu)
-{
+static bool hart_usable(struct ctx *c, int cpu) {
   const char *mmu;
 
   if (!has_device_type(c, cpu, "cpu") || !fdt_node_enabled(&c->f, cpu))
@@ -222,9 +194,7 @@ hart_usable(struct ctx *c, int cpu)
 
 // Phandle of the hart's local interrupt controller (its child node with an
 // interrupt-controller property), which the PLIC's contexts point at.
-static uint32_t
-hart_intc(struct ctx *c, int cpu)
-{
+static uint32_t hart_intc(struct ctx *c, int cpu) {
   int n;
 
   for (n = fdt_first_child(&c->f, cpu); n >= 0; n = fdt_next_sibling(&c->f, n))
@@ -235,9 +205,7 @@ hart_intc(struct ctx *c, int cpu)
 
 // Record the usable harts under /cpus in tree order, keeping the first
 // BOARD_MAX_HARTS but counting them all.
-static int
-parse_harts(struct ctx *c)
-{
+static int parse_harts(struct ctx *c) {
   struct board *b = c->b;
   int cpus, n, r;
   uint64_t id, unused;
@@ -291,9 +259,7 @@ parse_harts(struct ctx *c)
 
 // reg entry 0 and the first interrupt of a device node. No interrupt at all
 // is allowed (irq 0); a malformed one is not.
-static int
-read_mmio(struct ctx *c, int node, const char *what, struct mmio_dev *d)
-{
+static int read_mmio(struct ctx *c, int node, const char *what, struct mmio_dev *d) {
   struct fdt_prop p;
   int r;
 
@@ -311,9 +277,7 @@ read_mmio(struct ctx *c, int node, const char *what, struct mmio_dev *d)
 
 // The first enabled node, in tree order, compatible with any of list[0..n).
 // Returns the node, FDT_ERR_NOTFOUND, or another error.
-static int
-find_enabled(struct ctx *c, const char *const *list, int n)
-{
+static int find_enabled(struct ctx *c, const char *const *list, int n) {
   int node;
 
   for (node = fdt_next_compatible(&c->f, -1, list, n); node >= 0;
@@ -323,9 +287,7 @@ find_enabled(struct ctx *c, const char *const *list, int n)
   return node;
 }
 
-static int
-parse_uart(struct ctx *c)
-{
+static int parse_uart(struct ctx *c) {
   static const char *const compat[] = { "ns16550a", "ns16550" };
   int n = find_enabled(c, compat, 2);
 
@@ -339,9 +301,7 @@ parse_uart(struct ctx *c)
 // QEMU virt's test device ("sifive,test0"): writing it ends the emulator with
 // an exit status, which the SBI reset call of Debian's OpenSBI 1.1 cannot
 // carry. Optional: a board without it has size 0 here.
-static int
-parse_finisher(struct ctx *c)
-{
+static int parse_finisher(struct ctx *c) {
   static const char *const compat[] = { "sifive,test0", "sifive,test1" };
   int n = find_enabled(c, compat, 2);
 
@@ -357,9 +317,7 @@ parse_finisher(struct ctx *c)
 // #interrupt-cells cells (one for RISC-V: the local irq number, 11 = M-mode
 // external, 9 = S-mode external). A hart's S-mode context is the index of the
 // entry naming its controller with irq 9.
-static int
-plic_contexts(struct ctx *c, int plic)
-{
+static int plic_contexts(struct ctx *c, int plic) {
   struct board *b = c->b;
   struct fdt_prop p;
   uint32_t ncells, i, ph, irq, icells = 0, cached_ph = 0;
@@ -395,9 +353,7 @@ plic_contexts(struct ctx *c, int plic)
   return 0;
 }
 
-static int
-parse_plic(struct ctx *c)
-{
+static int parse_plic(struct ctx *c) {
   static const char *const compat[] = { "riscv,plic0", "sifive,plic-1.0.0" };
   int n = find_enabled(c, compat, 2), r;
 
@@ -415,9 +371,7 @@ parse_plic(struct ctx *c)
 
 // Every virtio,mmio slot, kept sorted by base address. Past BOARD_MAX_VIRTIO
 // the lowest addresses win, so the result does not depend on tree order.
-static int
-parse_virtio(struct ctx *c)
-{
+static int parse_virtio(struct ctx *c) {
   static const char *const compat[] = { "virtio,mmio" };
   struct board *b = c->b;
   struct mmio_dev d;
@@ -446,9 +400,7 @@ parse_virtio(struct ctx *c)
 }
 
 // /chosen bootargs; absent means "".
-static int
-parse_bootargs(struct ctx *c)
-{
+static int parse_bootargs(struct ctx *c) {
   const char *s;
   int chosen = fdt_path_offset(&c->f, "/chosen"), r;
   size_t len;
@@ -471,9 +423,7 @@ parse_bootargs(struct ctx *c)
 }
 
 // fdt_init failed: say why, with the offending value where there is one.
-static int
-fail_init(struct ctx *c, const uint8_t *blob, int e)
-{
+static int fail_init(struct ctx *c, const uint8_t *blob, int e) {
   c->err.len = 0;
   msg_str(&c->err, "fdt: ");
   msg_str(&c->err, fdt_strerror(e));
@@ -491,9 +441,7 @@ fail_init(struct ctx *c, const uint8_t *blob, int e)
   return -1;
 }
 
-int
-board_parse(const void *dtb, struct board *b, char *err, size_t errlen)
-{
+int board_parse(const void *dtb, struct board *b, char *err, size_t errlen) {
   struct ctx c;
   int r;
 

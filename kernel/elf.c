@@ -82,16 +82,12 @@ _Static_assert(sizeof(Elf64_Phdr) == 56, "Elf64_Phdr layout");
 #define PT_LOAD 1
 
 // Does [off, off + n) lie inside [0, limit)? Never forms off + n.
-static bool
-inside(uint64_t off, uint64_t n, uint64_t limit)
-{
+static bool inside(uint64_t off, uint64_t n, uint64_t limit) {
   return off <= limit && n <= limit - off;
 }
 
 // The identification bytes and the fixed header fields.
-static bool
-header_ok(const Elf64_Ehdr *eh, size_t len)
-{
+static bool header_ok(const Elf64_Ehdr *eh, size_t len) {
   static const uint8_t magic[4] = { 0x7f, 'E', 'L', 'F' };
 
   if (memcmp(&eh->e_ident[EI_MAG0], magic, sizeof magic) != 0)
@@ -109,9 +105,7 @@ header_ok(const Elf64_Ehdr *eh, size_t len)
 
 // One PT_LOAD entry on its own: sizes, file range, address range, alignment
 // and permissions.
-static bool
-load_ok(const Elf64_Phdr *ph, size_t len)
-{
+static bool load_ok(const Elf64_Phdr *ph, size_t len) {
   // A segment that loads nothing has no pages; the linker never emits one,
   // and refusing it keeps every recorded segment non-empty.
   if (ph->p_memsz == 0 || ph->p_filesz > ph->p_memsz)
@@ -132,9 +126,7 @@ load_ok(const Elf64_Phdr *ph, size_t len)
 
 // Do two segments share a page? Their page ranges are half-open, and no
 // rounding overflows because both end at or below USER_HEAP_MAX.
-static bool
-pages_overlap(const struct elf_seg *a, const struct elf_seg *b)
-{
+static bool pages_overlap(const struct elf_seg *a, const struct elf_seg *b) {
   uint64_t alo = ALIGN_DOWN(a->vaddr, ELF_PAGE), ahi = ALIGN_UP(a->vaddr + a->memsz, ELF_PAGE);
   uint64_t blo = ALIGN_DOWN(b->vaddr, ELF_PAGE), bhi = ALIGN_UP(b->vaddr + b->memsz, ELF_PAGE);
 
@@ -142,9 +134,7 @@ pages_overlap(const struct elf_seg *a, const struct elf_seg *b)
 }
 
 // Is the entry point inside an executable segment?
-static bool
-entry_ok(const struct elf_info *info)
-{
+static bool entry_ok(const struct elf_info *info) {
   for (uint32_t i = 0; i < info->nsegs; i++) {
     const struct elf_seg *s = &info->seg[i];
     if ((s->flags & ELF_X) && info->entry >= s->vaddr && info->entry - s->vaddr < s->memsz)
@@ -155,9 +145,8 @@ entry_ok(const struct elf_info *info)
 
 // Collect and check the PT_LOAD entries into *info. Other types (PT_NOTE,
 // PT_GNU_STACK, PT_RISCV_ATTRIBUTES, ...) carry nothing a loader needs.
-static bool
-collect_loads(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, struct elf_info *info)
-{
+static bool collect_loads(const uint8_t *img, size_t len, const Elf64_Ehdr *eh,
+                          struct elf_info *info) {
   for (uint32_t i = 0; i < eh->e_phnum; i++) {
     Elf64_Phdr ph;
     memcpy(&ph, img + eh->e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
@@ -190,9 +179,7 @@ collect_loads(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, struct elf_i
 // modulo the page when p_align >= 4096, W^X, no page shared with an earlier
 // segment; finally at least one PT_LOAD, and the entry point in an executable
 // segment.
-int
-elf_parse(const void *img, size_t len, struct elf_info *out)
-{
+int elf_parse(const void *img, size_t len, struct elf_info *out) {
   struct elf_info info;
   Elf64_Ehdr eh;
 

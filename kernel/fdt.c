@@ -10,30 +10,22 @@
 #include "fdt.h"
 #include "klib.h"
 
-uint32_t
-fdt_be32(const void *p)
-{
+uint32_t fdt_be32(const void *p) {
   const uint8_t *b = p;
   return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
-uint64_t
-fdt_be64(const void *p)
-{
+uint64_t fdt_be64(const void *p) {
   const uint8_t *b = p;
   return (uint64_t)fdt_be32(b) << 32 | fdt_be32(b + 4);
 }
 
-static uint32_t
-align4(uint32_t x)
-{
+static uint32_t align4(uint32_t x) {
   return (x + 3) & ~3u;
 }
 
 // Does [off, off+len) lie inside [lo, hi)? In 64 bits so nothing wraps.
-static bool
-inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
-{
+static bool inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi) {
   return off >= lo && off <= hi && len <= hi - off;
 }
 
@@ -58,9 +50,7 @@ static int check_struct(const struct fdt *f);
 
 // Validate the header and the blob's structure and fill *f. On failure *f is
 // zeroed, so any later call on it fails instead of reading through garbage.
-int
-fdt_init(struct fdt *f, const void *blob)
-{
+int fdt_init(struct fdt *f, const void *blob) {
   const uint8_t *h = blob;
   struct fdt t;
   int r;
@@ -107,9 +97,7 @@ fdt_init(struct fdt *f, const void *blob)
   return 0;
 }
 
-const char *
-fdt_strerror(int err)
-{
+const char *fdt_strerror(int err) {
   switch (err) {
   case 0: return "ok";
   case FDT_ERR_NOTFOUND: return "not found";
@@ -127,9 +115,7 @@ fdt_strerror(int err)
 
 // The reservation map is a list of (address, size) pairs ended by (0, 0).
 // Make sure the end marker is there before anyone walks it.
-static int
-check_rsvmap(const struct fdt *f)
-{
+static int check_rsvmap(const struct fdt *f) {
   for (uint64_t off = f->off_rsvmap; off + 16 <= f->totalsize; off += 16)
     if (fdt_be64(f->blob + off) == 0 && fdt_be64(f->blob + off + 8) == 0)
       return 0;
@@ -137,9 +123,7 @@ check_rsvmap(const struct fdt *f)
 }
 
 // Entry i of the memory reservation map; FDT_ERR_NOTFOUND past the last.
-int
-fdt_rsv_entry(const struct fdt *f, int i, uint64_t *addr, uint64_t *size)
-{
+int fdt_rsv_entry(const struct fdt *f, int i, uint64_t *addr, uint64_t *size) {
   if (i < 0)
     return FDT_ERR_NOTFOUND;
   for (uint64_t off = f->off_rsvmap; off + 16 <= f->totalsize; off += 16, i--) {
@@ -163,9 +147,7 @@ fdt_rsv_entry(const struct fdt *f, int i, uint64_t *addr, uint64_t *size)
 // token (past a node's name or a property's value), or FDT_ERR_BADSTRUCT if
 // the token or what it carries would run past the end of the block. *next is
 // always at least off + 4, which is what bounds every walk in this file.
-static int
-token(const struct fdt *f, int64_t off, uint32_t *next)
-{
+static int token(const struct fdt *f, int64_t off, uint32_t *next) {
   uint32_t end = f->off_struct + f->size_struct;  // fits: checked against totalsize
   uint32_t o, len;
   size_t n;
@@ -204,9 +186,7 @@ token(const struct fdt *f, int64_t off, uint32_t *next)
 }
 
 // Decode the property whose FDT_PROP token is at off.
-static int
-prop_read(const struct fdt *f, int64_t off, struct fdt_prop *p)
-{
+static int prop_read(const struct fdt *f, int64_t off, struct fdt_prop *p) {
   uint32_t next, nameoff, room;
   int tag = token(f, off, &next);
 
@@ -230,9 +210,7 @@ prop_read(const struct fdt *f, int64_t off, struct fdt_prop *p)
 
 // The walk fdt_init() does once: every token well formed, exactly one root
 // node, nodes balanced, properties inside a node, FDT_END after the root.
-static int
-check_struct(const struct fdt *f)
-{
+static int check_struct(const struct fdt *f) {
   uint32_t off = f->off_struct, next;
   int depth = 0;
   bool seen_root = false;
@@ -267,9 +245,7 @@ check_struct(const struct fdt *f)
 
 // If node is the offset of an FDT_BEGIN_NODE token, set *body to the token
 // after it (the node's first property or child).
-static int
-node_body(const struct fdt *f, int node, uint32_t *body)
-{
+static int node_body(const struct fdt *f, int node, uint32_t *body) {
   int tag;
 
   if (node < 0)
@@ -284,9 +260,7 @@ node_body(const struct fdt *f, int node, uint32_t *body)
 // Nodes.
 //
 
-int
-fdt_root(const struct fdt *f)
-{
+int fdt_root(const struct fdt *f) {
   uint32_t off = f->off_struct, next;
 
   for (;;) {
@@ -304,9 +278,7 @@ fdt_root(const struct fdt *f)
 // The node after node in document order. If depth is not NULL, *depth goes in
 // as node's depth and comes out as the returned node's: +1 for a child, the
 // same for a sibling, less once the walk has climbed out of node's parent.
-int
-fdt_next_node(const struct fdt *f, int node, int *depth)
-{
+int fdt_next_node(const struct fdt *f, int node, int *depth) {
   uint32_t off, next;
   int d = depth ? *depth : 0;
   int r = node_body(f, node, &off);
@@ -332,9 +304,7 @@ fdt_next_node(const struct fdt *f, int node, int *depth)
   }
 }
 
-int
-fdt_first_child(const struct fdt *f, int node)
-{
+int fdt_first_child(const struct fdt *f, int node) {
   int depth = 0;
   int n = fdt_next_node(f, node, &depth);
 
@@ -343,9 +313,7 @@ fdt_first_child(const struct fdt *f, int node)
   return depth == 1 ? n : FDT_ERR_NOTFOUND;
 }
 
-int
-fdt_next_sibling(const struct fdt *f, int node)
-{
+int fdt_next_sibling(const struct fdt *f, int node) {
   int depth = 0;
 
   // Skip node's descendants (depth > 0); stop at a node at our level, or
@@ -362,9 +330,7 @@ fdt_next_sibling(const struct fdt *f, int node)
 }
 
 // Depth of node below the root (root = 0), found by walking from the root.
-static int
-node_depth(const struct fdt *f, int node)
-{
+static int node_depth(const struct fdt *f, int node) {
   int depth = 0;
   int n = fdt_root(f);
 
@@ -377,9 +343,7 @@ node_depth(const struct fdt *f, int node)
 
 // The parent is the last node at depth - 1 before node in document order.
 // The format has no back links, so this is two walks from the root.
-int
-fdt_parent(const struct fdt *f, int node)
-{
+int fdt_parent(const struct fdt *f, int node) {
   int depth = 0, target, parent = FDT_ERR_NOTFOUND;
   int n = fdt_root(f);
 
@@ -397,9 +361,7 @@ fdt_parent(const struct fdt *f, int node)
 }
 
 // The node's unit name ("cpu@0"; "" for the root), or NULL for a bad offset.
-const char *
-fdt_node_name(const struct fdt *f, int node)
-{
+const char *fdt_node_name(const struct fdt *f, int node) {
   uint32_t body;
 
   if (node_body(f, node, &body) < 0)
@@ -409,9 +371,7 @@ fdt_node_name(const struct fdt *f, int node)
 
 // Does the unit name match the path component comp[0..len)? A component with
 // no unit address ("memory") also matches "memory@80000000".
-static bool
-name_matches(const char *name, const char *comp, size_t len)
-{
+static bool name_matches(const char *name, const char *comp, size_t len) {
   bool comp_has_at = false;
 
   if (strncmp(name, comp, len) != 0)
@@ -428,9 +388,7 @@ name_matches(const char *name, const char *comp, size_t len)
 
 // Node at an absolute path such as "/soc/serial@10000000" or "/cpus/cpu@0".
 // Aliases are not supported.
-int
-fdt_path_offset(const struct fdt *f, const char *path)
-{
+int fdt_path_offset(const struct fdt *f, const char *path) {
   int node, child;
   size_t len;
 
@@ -456,9 +414,7 @@ fdt_path_offset(const struct fdt *f, const char *path)
   }
 }
 
-uint32_t
-fdt_phandle(const struct fdt *f, int node)
-{
+uint32_t fdt_phandle(const struct fdt *f, int node) {
   uint32_t ph;
 
   if (fdt_getprop_u32(f, node, "phandle", &ph) == 0 ||
@@ -467,9 +423,7 @@ fdt_phandle(const struct fdt *f, int node)
   return 0;
 }
 
-int
-fdt_node_by_phandle(const struct fdt *f, uint32_t phandle)
-{
+int fdt_node_by_phandle(const struct fdt *f, uint32_t phandle) {
   int n;
 
   // 0 and ~0 are never valid phandles (spec 2.3.3).
@@ -482,9 +436,7 @@ fdt_node_by_phandle(const struct fdt *f, uint32_t phandle)
 }
 
 // status absent, "okay" or the legacy "ok" means the device is usable.
-bool
-fdt_node_enabled(const struct fdt *f, int node)
-{
+bool fdt_node_enabled(const struct fdt *f, int node) {
   const char *s;
   int r = fdt_getprop_str(f, node, "status", &s);
 
@@ -499,9 +451,7 @@ fdt_node_enabled(const struct fdt *f, int node)
 //
 
 // The first FDT_PROP at or after off, skipping NOPs.
-static int
-prop_from(const struct fdt *f, uint32_t off)
-{
+static int prop_from(const struct fdt *f, uint32_t off) {
   uint32_t next;
 
   for (;;) {
@@ -516,18 +466,14 @@ prop_from(const struct fdt *f, uint32_t off)
   }
 }
 
-int
-fdt_first_prop(const struct fdt *f, int node)
-{
+int fdt_first_prop(const struct fdt *f, int node) {
   uint32_t body;
   int r = node_body(f, node, &body);
 
   return r < 0 ? r : prop_from(f, body);
 }
 
-int
-fdt_next_prop(const struct fdt *f, int prop)
-{
+int fdt_next_prop(const struct fdt *f, int prop) {
   uint32_t next;
   int tag = prop < 0 ? FDT_ERR_BADOFFSET : token(f, prop, &next);
 
@@ -538,17 +484,13 @@ fdt_next_prop(const struct fdt *f, int prop)
   return prop_from(f, next);
 }
 
-int
-fdt_prop_at(const struct fdt *f, int prop, struct fdt_prop *p)
-{
+int fdt_prop_at(const struct fdt *f, int prop, struct fdt_prop *p) {
   if (prop < 0)
     return FDT_ERR_BADOFFSET;
   return prop_read(f, prop, p);
 }
 
-int
-fdt_getprop(const struct fdt *f, int node, const char *name, struct fdt_prop *p)
-{
+int fdt_getprop(const struct fdt *f, int node, const char *name, struct fdt_prop *p) {
   struct fdt_prop q;
   int off, r;
 
@@ -564,9 +506,7 @@ fdt_getprop(const struct fdt *f, int node, const char *name, struct fdt_prop *p)
   return off;
 }
 
-bool
-fdt_has_prop(const struct fdt *f, int node, const char *name)
-{
+bool fdt_has_prop(const struct fdt *f, int node, const char *name) {
   return fdt_getprop(f, node, name, NULL) == 0;
 }
 
@@ -575,9 +515,7 @@ fdt_has_prop(const struct fdt *f, int node, const char *name)
 //
 
 // Cell idx (a big-endian u32) of the value.
-int
-fdt_prop_u32(const struct fdt_prop *p, uint32_t idx, uint32_t *out)
-{
+int fdt_prop_u32(const struct fdt_prop *p, uint32_t idx, uint32_t *out) {
   if (idx >= p->len / 4)
     return FDT_ERR_BADVALUE;
   *out = fdt_be32(p->val + 4 * (size_t)idx);
@@ -586,9 +524,7 @@ fdt_prop_u32(const struct fdt_prop *p, uint32_t idx, uint32_t *out)
 
 // The number held in ncells (0, 1 or 2) cells starting at cell idx, as used
 // by reg, ranges and the like.
-int
-fdt_prop_cells(const struct fdt_prop *p, uint32_t idx, uint32_t ncells, uint64_t *out)
-{
+int fdt_prop_cells(const struct fdt_prop *p, uint32_t idx, uint32_t ncells, uint64_t *out) {
   uint64_t v = 0;
 
   if (ncells > 2)
@@ -602,9 +538,7 @@ fdt_prop_cells(const struct fdt_prop *p, uint32_t idx, uint32_t ncells, uint64_t
 }
 
 // A property that must be exactly one cell.
-int
-fdt_getprop_u32(const struct fdt *f, int node, const char *name, uint32_t *out)
-{
+int fdt_getprop_u32(const struct fdt *f, int node, const char *name, uint32_t *out) {
   struct fdt_prop p;
   int r = fdt_getprop(f, node, name, &p);
 
@@ -617,9 +551,7 @@ fdt_getprop_u32(const struct fdt *f, int node, const char *name, uint32_t *out)
 }
 
 // A property of one or two cells (e.g. timebase-frequency, clock-frequency).
-int
-fdt_getprop_u64(const struct fdt *f, int node, const char *name, uint64_t *out)
-{
+int fdt_getprop_u64(const struct fdt *f, int node, const char *name, uint64_t *out) {
   struct fdt_prop p;
   int r = fdt_getprop(f, node, name, &p);
 
@@ -632,9 +564,7 @@ fdt_getprop_u64(const struct fdt *f, int node, const char *name, uint64_t *out)
 
 // A string property: the value must end with a NUL inside its length.
 // (For a string list this gives the first string.)
-int
-fdt_getprop_str(const struct fdt *f, int node, const char *name, const char **out)
-{
+int fdt_getprop_str(const struct fdt *f, int node, const char *name, const char **out) {
   struct fdt_prop p;
   int r = fdt_getprop(f, node, name, &p);
 
@@ -649,15 +579,11 @@ fdt_getprop_str(const struct fdt *f, int node, const char *name, const char **ou
 // A string list is strings laid end to end, each with its NUL; an empty value
 // is an empty list. Once the last byte is known to be NUL, strlen() on any
 // string in it stays inside the value.
-static bool
-strlist_ok(const struct fdt_prop *p)
-{
+static bool strlist_ok(const struct fdt_prop *p) {
   return p->len == 0 || p->val[p->len - 1] == '\0';
 }
 
-int
-fdt_stringlist_count(const struct fdt_prop *p)
-{
+int fdt_stringlist_count(const struct fdt_prop *p) {
   int n = 0;
 
   if (!strlist_ok(p))
@@ -668,9 +594,7 @@ fdt_stringlist_count(const struct fdt_prop *p)
   return n;
 }
 
-int
-fdt_stringlist_get(const struct fdt_prop *p, int idx, const char **out)
-{
+int fdt_stringlist_get(const struct fdt_prop *p, int idx, const char **out) {
   uint32_t off = 0;
 
   if (!strlist_ok(p))
@@ -686,9 +610,7 @@ fdt_stringlist_get(const struct fdt_prop *p, int idx, const char **out)
   return FDT_ERR_NOTFOUND;
 }
 
-bool
-fdt_stringlist_contains(const struct fdt_prop *p, const char *s)
-{
+bool fdt_stringlist_contains(const struct fdt_prop *p, const char *s) {
   uint32_t off = 0;
 
   if (!strlist_ok(p))
@@ -708,9 +630,7 @@ fdt_stringlist_contains(const struct fdt_prop *p, const char *s)
 
 // Index in list[0..n) of the first entry the node's compatible names, or
 // FDT_ERR_NOTFOUND.
-int
-fdt_node_compatible(const struct fdt *f, int node, const char *const *list, int n)
-{
+int fdt_node_compatible(const struct fdt *f, int node, const char *const *list, int n) {
   struct fdt_prop p;
   int r = fdt_getprop(f, node, "compatible", &p);
 
@@ -722,17 +642,13 @@ fdt_node_compatible(const struct fdt *f, int node, const char *const *list, int 
   return FDT_ERR_NOTFOUND;
 }
 
-bool
-fdt_is_compatible(const struct fdt *f, int node, const char *compat)
-{
+bool fdt_is_compatible(const struct fdt *f, int node, const char *compat) {
   return fdt_node_compatible(f, node, &compat, 1) >= 0;
 }
 
 // The next node after `after` in document order (from the root, inclusive, if
 // after < 0) compatible with any of list[0..n).
-int
-fdt_next_compatible(const struct fdt *f, int after, const char *const *list, int n)
-{
+int fdt_next_compatible(const struct fdt *f, int after, const char *const *list, int n) {
   int node = after < 0 ? fdt_root(f) : fdt_next_node(f, after, NULL);
 
   for (; node >= 0; node = fdt_next_node(f, node, NULL))
@@ -747,9 +663,7 @@ fdt_next_compatible(const struct fdt *f, int after, const char *const *list, int
 
 // #address-cells / #size-cells a node sets for its children, with the
 // spec's defaults (2 and 1) when absent.
-static int
-cells(const struct fdt *f, int node, const char *name, uint32_t dflt)
-{
+static int cells(const struct fdt *f, int node, const char *name, uint32_t dflt) {
   uint32_t v;
   int r = fdt_getprop_u32(f, node, name, &v);
 
@@ -760,24 +674,18 @@ cells(const struct fdt *f, int node, const char *name, uint32_t dflt)
   return v > 4 ? FDT_ERR_BADCELLS : (int)v;
 }
 
-int
-fdt_address_cells(const struct fdt *f, int node)
-{
+int fdt_address_cells(const struct fdt *f, int node) {
   return cells(f, node, "#address-cells", 2);
 }
 
-int
-fdt_size_cells(const struct fdt *f, int node)
-{
+int fdt_size_cells(const struct fdt *f, int node) {
   return cells(f, node, "#size-cells", 1);
 }
 
 // Entry idx of node's reg, decoded with its parent's #address-cells and
 // #size-cells (each at most 2 here). The address is in the parent's address
 // space: bus ranges are not translated.
-int
-fdt_reg(const struct fdt *f, int node, int idx, uint64_t *addr, uint64_t *size)
-{
+int fdt_reg(const struct fdt *f, int node, int idx, uint64_t *addr, uint64_t *size) {
   struct fdt_prop p;
   int parent, ac, sc, r;
   uint32_t entry;

@@ -26,37 +26,27 @@
 static const uint8_t *rd_blob;
 static uint32_t rd_count;
 
-static uint32_t
-get32(const uint8_t *p)
-{
+static uint32_t get32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t
-get64(const uint8_t *p)
-{
+static uint64_t get64(const uint8_t *p) {
   return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
 // Does [off, off + n) lie inside [0, limit)? Never forms off + n.
-static bool
-inside(uint64_t off, uint64_t n, uint64_t limit)
-{
+static bool inside(uint64_t off, uint64_t n, uint64_t limit) {
   return off <= limit && n <= limit - off;
 }
 
 // Entry i of an archive whose header has been checked.
-static const uint8_t *
-entry(const uint8_t *blob, uint32_t i)
-{
+static const uint8_t *entry(const uint8_t *blob, uint32_t i) {
   return blob + INITRD_HDR_SIZE + (size_t)i * INITRD_ENTRY_SIZE;
 }
 
 // Header: magic, reserved word, and an entry table that fits in len.
 // Returns the entry count, or -1.
-static int64_t
-check_header(const uint8_t *b, size_t len)
-{
+static int64_t check_header(const uint8_t *b, size_t len) {
   if (len < INITRD_HDR_SIZE || memcmp(b, INITRD_MAGIC, 8) != 0 || get32(b + 12) != 0)
     return -1;
   uint32_t count = get32(b + 8);
@@ -69,9 +59,7 @@ check_header(const uint8_t *b, size_t len)
 
 // One entry: a non-empty name terminated inside its field, and data that is
 // 8-byte aligned, after the entry table and inside the blob.
-static bool
-check_entry(const uint8_t *e, uint64_t table_end, size_t len)
-{
+static bool check_entry(const uint8_t *e, uint64_t table_end, size_t len) {
   const char *name = (const char *)e + ENT_NAME;
   size_t n = strnlen(name, INITRD_NAME_MAX);
   uint64_t off = get64(e + ENT_OFFSET), size = get64(e + ENT_SIZE);
@@ -83,9 +71,7 @@ check_entry(const uint8_t *e, uint64_t table_end, size_t len)
   return inside(off, size, len);
 }
 
-int
-initrd_open(const void *blob, size_t len)
-{
+int initrd_open(const void *blob, size_t len) {
   const uint8_t *b = blob;
 
   rd_blob = NULL;
@@ -109,9 +95,7 @@ initrd_open(const void *blob, size_t len)
   return 0;
 }
 
-int
-initrd_find(const char *name, const void **data, size_t *size)
-{
+int initrd_find(const char *name, const void **data, size_t *size) {
   if (name == NULL)
     return -ENOENT;
   for (uint32_t i = 0; i < rd_count; i++) {
@@ -127,15 +111,11 @@ initrd_find(const char *name, const void **data, size_t *size)
   return -ENOENT;
 }
 
-int
-initrd_count(void)
-{
+int initrd_count(void) {
   return (int)rd_count;
 }
 
-const char *
-initrd_name(int i)
-{
+const char *initrd_name(int i) {
   if (i < 0 || (uint32_t)i >= rd_count)
     return NULL;
   return (const char *)entry(rd_blob, (uint32_t)i) + ENT_NAME;

@@ -3,8 +3,6 @@
 #include "main.h"
 #include "monitor.h"
 #include "printf.h"
-#include "ktest.h"
-#include "bench.h"
 #include "kco.h"
 #include "poweroff.h"
 #include "proc.h"
@@ -42,18 +40,6 @@ static void provoke_fault(void *arg) {
 }
 
 // ---- the first user process ----
-static int init_pid;
-static int shutdown_when_init_exits;
-
-// Called by proc_exit for every process; the first one's end may end the run.
-void userinit_exited(int pid, int status) {
-  if (pid != init_pid)
-    return;
-  kprintf("coral: init (pid %d) exited with status %d\n", pid, status);
-  if (shutdown_when_init_exits)
-    poweroff(status != 0);
-}
-
 // Start `init` (which starts the shell), or with user=PROG, `init PROG`, and
 // shut down with its status when it ends (the form the tests use). Commas in
 // PROG separate arguments: user=matrixd,-m,ktut runs `init matrixd -m ktut`.
@@ -74,20 +60,28 @@ static int start_init(char *prog) {
     kprintf("coral: cannot start init: error %d\n", err);
     return -1;
   }
-  init_pid = p->pid;
-  shutdown_when_init_exits = prog != 0;
+  proc_set_init(p->pid, prog != 0);
+  return 0;
+}
+
+extern const struct boot_job __boot_jobs_start[], __boot_jobs_end[];   // linker.ld
+
+// The first registered job that args name (its value in val), or 0.
+static const struct boot_job *registered_job(const char *args, char *val, size_t vallen) {
+  for (const struct boot_job *j = __boot_jobs_start; j < __boot_jobs_end; j++)
+    if (bootarg(args, j->key, val, vallen))
+      return j;
   return 0;
 }
 
 void start_main_job(const char *args) {
   char val[BOARD_BOOTARGS_MAX];
+  const struct boot_job *job;
   if (bootarg(args, "user", val, sizeof val)) {
     if (start_init(val) != 0)
       poweroff(1);
-  } else if (bootarg(args, "test", val, sizeof val))
-    ktest_start(val);
-  else if (bootarg(args, "bench", val, sizeof val))
-    bench_start();
+  } else if ((job = registered_job(args, val, sizeof val)) != 0)
+    job->start(val);
   else if (bootarg(args, "poweroff", val, sizeof val)) {
     kprintf("poweroff: boot complete\n");
     poweroff(0);

@@ -9,7 +9,8 @@
 //              CO_DONE; to wait for something, register kco_current() with a wait
 //              queue or timer first, then return CO_PENDING.
 //   stackful:  kco_spawn_stackful(fn, arg, prio, flags). fn may call kco_yield,
-//              kco_block, kco_sleep_ms and KCO_WAIT_UNTIL at any call depth.
+//              kco_block, kco_sleep_ms (timer.h) and KCO_WAIT_UNTIL at any call
+//              depth.
 #ifndef KCO_H
 #define KCO_H
 #include <stdint.h>
@@ -33,8 +34,7 @@ int kco_reprio(cid_t cid, uint32_t prio);
 // Stackful coroutines only.
 void kco_yield(void);
 void kco_block(void);                        // returns once woken (maybe spuriously)
-void kco_sleep_until(uint64_t deadline);     // in timebase ticks (rdtime)
-void kco_sleep_ms(uint64_t ms);
+// (kco_sleep_until and kco_sleep_ms are the timers' part: kernel/timer.h.)
 
 // Kick an idle hart so it looks at the ready queues again.
 void sched_kick(void);

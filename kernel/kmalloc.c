@@ -37,6 +37,7 @@
 #include "palloc.h"
 #include "klib.h"
 #include "spinlock.h"
+#include "stats.h"
 
 static const uint16_t class_size[] = { 16, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048 };
 #define NCLASS ((unsigned)ARRAY_SIZE(class_size))
@@ -328,3 +329,13 @@ void kmalloc_get_stats(struct kmalloc_stats *st) {
   *st = km.st;
   spin_unlock(&km.lock);
 }
+
+static void print_stats(stats_out_fn *out) {
+  struct palloc_stats ps;
+  struct kmalloc_stats ks;
+  palloc_get_stats(&ps);
+  kmalloc_get_stats(&ks);
+  out("memory: pages %lu free of %lu; kmalloc live %lu objects / %lu bytes, slab pages %lu, large pages %lu\n",
+      ps.free_pages, ps.total_pages, ks.live_objects, ks.live_bytes, ks.slab_pages, ks.large_pages);
+}
+STATS_SOURCE(20, "memory", print_stats);

@@ -7,8 +7,20 @@
 //   user=PROG     run `init PROG` and shut down with its exit status
 //   monitor       the kernel console monitor instead of the shell
 //   (otherwise)   init, which runs the shell on the console
+// The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
+// them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so
+// the kernel names nothing in its test folder.
 #ifndef MAIN_H
 #define MAIN_H
 void start_main_job(const char *bootargs);
-void userinit_exited(int pid, int status);   // from proc_exit
+
+struct boot_job {
+  const char *key;                    // chosen by bootargs `key` or `key=VALUE`
+  void (*start)(const char *value);   // VALUE, or "" if none
+};
+
+// order: two digits; when bootargs name several jobs, the lowest order wins.
+#define BOOT_JOB(order, k, fn)                                                 \
+  static const struct boot_job boot_job_##fn                                  \
+      __attribute__((section(".boot_jobs." #order), used, aligned(8))) = { k, fn }
 #endif

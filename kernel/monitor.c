@@ -1,19 +1,14 @@
 // The console monitor: a stackful kernel coroutine that reads lines from the UART
 // and shows what the kernel is doing. Until user processes exist (the shell
 // comes with them), this is what `make qemu` boots into.
-#include "hart.h"
 #include "kco.h"
 #include "klib.h"
-#include "kmalloc.h"
 #include "monitor.h"
-#include "palloc.h"
 #include "printf.h"
 #include "poweroff.h"
+#include "stats.h"
 #include "timer.h"
 #include "uart.h"
-#include "virtio_net.h"
-#include "net.h"
-#include "socket.h"
 
 #define LINE_MAX 128
 
@@ -36,54 +31,16 @@ static int read_line(char *buf, int max) {
   }
 }
 
-static void net_stats(void) {
-  if (!vnet_present()) {
-    kprintf("net: no network card\n");
-    return;
-  }
-  uint8_t m[6];
-  struct vnet_stats st;
-  vnet_mac(m);
-  vnet_get_stats(&st);
-  kprintf("net: mac %02x:%02x:%02x:%02x:%02x:%02x; rx %lu frames / %lu bytes, %lu dropped; "
-          "tx %lu frames / %lu bytes, %lu full; irqs %lu\n",
-          m[0], m[1], m[2], m[3], m[4], m[5], st.rx_frames, st.rx_bytes, st.rx_dropped,
-          st.tx_frames, st.tx_bytes, st.tx_full, st.irqs);
-  if (!net_started()) {
-    kprintf("     stack not started (the first socket starts it)\n");
-    return;
-  }
-  struct net_stats ns;
-  struct sock_stats ss;
-  net_get_stats(&ns);
-  sock_get_stats(&ss);
-  kprintf("     lwIP: rx %lu frames, %lu dropped; tx %lu frames, %lu refused (card full); timer runs %lu\n",
-          ns.rx_frames, ns.rx_dropped, ns.tx_frames, ns.tx_full, ns.timer_runs);
-  kprintf("     sockets %d, tcp pcbs %d; accepted %lu, refused %lu, reset %lu; bytes in %lu, out %lu\n",
-          sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out);
+extern const struct stats_source __stats_start[], __stats_end[];   // linker.ld
+
+// Print every registered source of group (all of them if group is 0).
+static void print_stats(const char *group) {
+  for (const struct stats_source *src = __stats_start; src < __stats_end; src++)
+    if (!group || strcmp(src->group, group) == 0)
+      src->print(kprintf);
 }
 
-void monitor_stats(void) {
-  struct exec_stats es;
-  exec_get_stats(&kexec, &es);
-  kprintf("executor: live %u (ready %u, running %u, blocked %u), slots %u, best prio %u\n",
-          es.live, es.ready, es.running, es.blocked, es.slots, exec_best_prio(&kexec));
-  kprintf("          spawned %lu, exited %lu, wakes %lu (remembered %lu, stale %lu)\n",
-          es.spawned, es.exited, es.wakes, es.wakes_remembered, es.stale_wakes);
-  for (uint32_t i = 0; i < nharts_online; i++) {
-    struct hart *h = &harts[i];
-    kprintf("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu\n",
-            i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi);
-  }
-  struct palloc_stats ps;
-  struct kmalloc_stats ks;
-  palloc_get_stats(&ps);
-  kmalloc_get_stats(&ks);
-  kprintf("memory: pages %lu free of %lu; kmalloc live %lu objects / %lu bytes, slab pages %lu, large pages %lu\n",
-          ps.free_pages, ps.total_pages, ks.live_objects, ks.live_bytes, ks.slab_pages, ks.large_pages);
-  kprintf("uart: %lu bytes received, %lu dropped\n", uart_rx_count(), uart_rx_dropped());
-  net_stats();
-}
+void monitor_stats(void) { print_stats(0); }
 
 static void help(void) {
   kprintf("commands:\n"
@@ -107,7 +64,7 @@ static void monitor_main(void *arg) {
     else if (strcmp(line, "stats") == 0)
       monitor_stats();
     else if (strcmp(line, "net") == 0)
-      net_stats();
+      print_stats("net");
     else if (strcmp(line, "check") == 0)
       kprintf("%s\n", exec_check(&kexec, why, sizeof why) ? why : "executor invariants hold");
     else if (strncmp(line, "sleep ", 6) == 0) {

@@ -17,12 +17,15 @@ int prio_init(void) {
 uint64_t prio_vvar_page(void) { return (uint64_t)vvar; }
 
 uint32_t prio_of(struct proc *p) {
-  if (!p->exec_page)
+  // Read exec_page once: proc_runnable_bitmap calls this without the process
+  // table lock, and an exiting process's slot is cleared (exec_page = 0) on
+  // another hart meanwhile. A page already freed only yields a stale priority.
+  const struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
+  if (!ex)
     return NPRIO_DEFAULT - 1;
-  const struct executor *ex = p->exec_page;
   uint64_t bm = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED) & ((1ULL << NPRIO_DEFAULT) - 1);
   uint32_t best = bm ? exec_ctz64(bm) : NPRIO_DEFAULT;
-  uint32_t running = *(volatile uint32_t *)((char *)p->exec_page + EXEC_PAGE_RUNNING_PRIO);
+  uint32_t running = *(volatile const uint32_t *)((const char *)ex + EXEC_PAGE_RUNNING_PRIO);
   if (running < best)
     best = running;
   if (best >= NPRIO_DEFAULT)

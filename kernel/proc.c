@@ -7,12 +7,12 @@
 #include "kco.h"
 #include "klib.h"
 #include "kmalloc.h"
-#include "main.h"
 #include "vdso_map.h"
 #include "prio.h"
 #include "ring.h"
 #include "palloc.h"
 #include "printf.h"
+#include "poweroff.h"
 
 static struct proc procs[NPROC];
 static struct spinlock ptable_lock = SPINLOCK_INIT("ptable");   // state, pids, parent links
@@ -24,6 +24,24 @@ static struct spinlock runq_lock = SPINLOCK_INIT("runq");
 static struct thread *rq_head[NPRIO_DEFAULT], *rq_tail[NPRIO_DEFAULT];
 static uint64_t rq_bitmap;
 static struct waitq runq_wait;                                   // idle switching coroutines
+
+// The first user process (set by the boot job, kernel/job.c): its end is
+// reported and may end the run.
+static int init_pid;
+static int shutdown_when_init_exits;
+
+void proc_set_init(int pid, int shutdown_on_exit) {
+  init_pid = pid;
+  shutdown_when_init_exits = shutdown_on_exit;
+}
+
+static void init_exited(int pid, int status) {
+  if (pid != init_pid)
+    return;
+  kprintf("coral: init (pid %d) exited with status %d\n", pid, status);
+  if (shutdown_when_init_exits)
+    poweroff(status != 0);
+}
 
 void proc_init(void) {
   waitq_init(&runq_wait, "runq");
@@ -426,7 +444,7 @@ static void proc_exit(struct proc *p, int status) {
   spin_unlock(&ptable_lock);
   if (parent)
     waitq_wake_all(&parent->child_exit);
-  userinit_exited(pid, status);
+  init_exited(pid, status);
 }
 
 // A zombie child matching pid, or 0; *any_child says whether one exists at all.

@@ -28,7 +28,7 @@ struct uctx {
 #define REG_A1 11
 #define REG_A7 17
 
-enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_BLOCKED, P_ZOMBIE };
+enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNING, P_ZOMBIE };
 
 #define MAXTHREADS MAXTHREADS_ABI   // user threads per process (thread 0 runs main)
 
@@ -92,8 +92,12 @@ struct proc {
 
 void proc_init(void);
 // Create a process running program `name` with argv (kernel copies). Returns the
-// new process (P_RUNNABLE and queued) or NULL with *err set to a negative errno.
+// new process (P_RUNNING, its first thread queued) or NULL with *err set to a
+// negative errno.
 struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct proc *parent, int *err);
+// Make pid the init process: its exit is reported on the console and, with
+// shutdown_on_exit, shuts the machine down with its status (failure if non-zero).
+void proc_set_init(int pid, int shutdown_on_exit);
 void thread_make_runnable(struct thread *t);
 struct thread *runq_pop_wait(void);        // block the calling stackful coroutine until one is runnable
 

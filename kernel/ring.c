@@ -12,6 +12,7 @@
 #include "kmalloc.h"
 #include "palloc.h"
 #include "kco.h"
+#include "timer.h"
 #include "proc.h"
 #include "uintr.h"
 

@@ -7,6 +7,7 @@
 #include "printf.h"
 #include "riscv.h"
 #include "sbi.h"
+#include "stats.h"
 #include "timer.h"
 
 struct executor kexec;
@@ -133,17 +134,6 @@ int stackful_poll(void *arg) { return stackful_resume(arg); }
 void kco_yield(void) { stackful_suspend(CO_YIELD); }
 void kco_block(void) { stackful_suspend(CO_PENDING); }
 
-void kco_sleep_until(uint64_t deadline) {
-  while (rdtime() < deadline) {
-    timer_add(deadline, kco_current());
-    kco_block();
-  }
-}
-
-void kco_sleep_ms(uint64_t ms) {
-  kco_sleep_until(rdtime() + ms * board.timebase_hz / 1000);
-}
-
 // Structures that grow once and are kept as caches: the kernel executor's slot
 // table and the per-hart timer heaps. Their growth under load is not a leak;
 // tests that compare kmalloc counters before and after subtract them.
@@ -162,3 +152,18 @@ void kernel_caches(uint64_t *bytes, uint64_t *objects) {
   *bytes = b;
   *objects = o;
 }
+
+static void print_stats(stats_out_fn *out) {
+  struct exec_stats es;
+  exec_get_stats(&kexec, &es);
+  out("executor: live %u (ready %u, running %u, blocked %u), slots %u, best prio %u\n",
+      es.live, es.ready, es.running, es.blocked, es.slots, exec_best_prio(&kexec));
+  out("          spawned %lu, exited %lu, wakes %lu (remembered %lu, stale %lu)\n",
+      es.spawned, es.exited, es.wakes, es.wakes_remembered, es.stale_wakes);
+  for (uint32_t i = 0; i < nharts_online; i++) {
+    struct hart *h = &harts[i];
+    out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu\n",
+        i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi);
+  }
+}
+STATS_SOURCE(10, "sched", print_stats);

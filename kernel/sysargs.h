@@ -4,6 +4,10 @@
 //   kernel/syscall.c   dispatch, the call table, the general calls
 //   kernel/sys_net.c   the socket calls
 //   kernel/syswork.c   the kernel coroutines that finish calls that must wait
+//   kernel/sysargs.c   what they share: descriptors, user ranges, sysargs_release
+// Calls go down that list and never back up: syscall.c uses the other three,
+// sys_net.c and syswork.c use only sysargs.c (syswork.c repeats a call through
+// sa->call, the handler that dispatch looked up, not through the table).
 #ifndef SYSARGS_H
 #define SYSARGS_H
 #include <stdint.h>
@@ -13,6 +17,12 @@
 
 struct socket;
 struct waitq;
+struct sysargs;
+
+// A call handler. may_block 0: never wait; return WOULD_BLOCK instead (and
+// fill wq or deadline if the event is known). may_block 1: wait as needed
+// (only ever on a stackful kernel coroutine).
+typedef long (*syscall_fn)(struct thread *t, struct sysargs *sa, int may_block);
 
 // A call's arguments, copied out of the user registers (an async call's kernel
 // coroutine keeps running after the process has moved on), and what the call
@@ -20,6 +30,7 @@ struct waitq;
 struct sysargs {
   uint64_t nr;
   uint64_t a[6];
+  syscall_fn call;                 // its handler, from the call table
   // Set by a call that returns WOULD_BLOCK (may_block = 0), so that a kernel
   // coroutine without a stack of its own can wait for it:
   struct waitq *wq;                // the queue its event is announced on
@@ -28,15 +39,10 @@ struct sysargs {
   struct socket *sock;             // the socket it works on (a reference)
 };
 
-// A call handler. may_block 0: never wait; return WOULD_BLOCK instead (and
-// fill wq or deadline if the event is known). may_block 1: wait as needed
-// (only ever on a stackful kernel coroutine).
-typedef long (*syscall_fn)(struct thread *t, struct sysargs *sa, int may_block);
-
-long syscall_invoke(struct thread *t, struct sysargs *sa, int may_block);
+// Drop the references sa holds (kernel/sysargs.c).
 void sysargs_release(struct sysargs *sa);
 
-// Descriptors (kernel/syscall.c).
+// Descriptors and user ranges (kernel/sysargs.c).
 struct file;
 struct file *fd_file(struct proc *p, uint64_t fd);
 int fd_alloc(struct proc *p, struct file *f);          // fd, or -EMFILE

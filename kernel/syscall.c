@@ -23,39 +23,6 @@
 #include "sysargs.h"
 #include "socket.h"
 
-#define arg(p, n) (sa->a[n])
-
-struct file *fd_file(struct proc *p, uint64_t fd) {
-  return fd < NOFILE ? p->ofile[fd] : 0;
-}
-
-// Threads of a process share its descriptor table: slots are claimed under
-// the process lock.
-int fd_alloc(struct proc *p, struct file *f) {
-  int r = -EMFILE;
-  spin_lock(&p->lock);
-  for (int fd = 0; fd < NOFILE; fd++)
-    if (!p->ofile[fd]) {
-      p->ofile[fd] = f;
-      r = fd;
-      break;
-    }
-  spin_unlock(&p->lock);
-  return r;
-}
-
-// Is all of [uva, uva + len) mapped for the user with permission perm? Checked
-// before a call does anything, so a bad buffer fails the whole call cleanly
-// (-EFAULT) instead of after a partial transfer that cannot be undone.
-int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm) {
-  if (uva + len < uva || uva + len > USER_VA_END)
-    return 0;
-  for (uint64_t va = ALIGN_DOWN(uva, PAGE_SIZE); va < uva + len; va += PAGE_SIZE)
-    if (!uvm_translate(p->pagetable, va < uva ? uva : va, perm))
-      return 0;
-  return 1;
-}
-
 static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
   return user_range_ok(p, uva, len, PTE_W);
 }
@@ -70,8 +37,8 @@ static long sys_getpid(struct thread *t, struct sysargs *sa, int may_block) {
 
 static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_write) {
   struct proc *p = t->proc;
-  struct file *f = fd_file(p, arg(p, 0));
-  long n = (long)arg(p, 2);
+  struct file *f = fd_file(p, sa->a[0]);
+  long n = (long)sa->a[2];
   if (!f)
     return -EBADF;
   if (f->type == F_SOCKET)                   // read/write on a socket are recv/send
@@ -80,10 +47,10 @@ static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_w
     return -EINVAL;
   if (n == 0)
     return 0;
-  if (!user_range_ok(p, arg(p, 1), (uint64_t)n, is_write ? PTE_R : PTE_W))
+  if (!user_range_ok(p, sa->a[1], (uint64_t)n, is_write ? PTE_R : PTE_W))
     return -EFAULT;
-  long r = is_write ? file_write(f, p->pagetable, arg(p, 1), n, may_block, &p->killed)
-                    : file_read(f, p->pagetable, arg(p, 1), n, may_block, &p->killed);
+  long r = is_write ? file_write(f, p->pagetable, sa->a[1], n, may_block, &p->killed)
+                    : file_read(f, p->pagetable, sa->a[1], n, may_block, &p->killed);
   return r == -EAGAIN && !may_block ? WOULD_BLOCK : r;
 }
 
@@ -98,7 +65,7 @@ static long sys_write(struct thread *t, struct sysargs *sa, int may_block) {
 static long sys_close(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
-  uint64_t fd = arg(p, 0);
+  uint64_t fd = sa->a[0];
   spin_lock(&p->lock);
   struct file *f = fd_file(p, fd);
   if (f)
@@ -113,7 +80,7 @@ static long sys_close(struct thread *t, struct sysargs *sa, int may_block) {
 static long sys_pipe(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
-  uint64_t ufds = arg(p, 0);
+  uint64_t ufds = sa->a[0];
   if (!user_writable(p, ufds, 2 * sizeof(int)))
     return -EFAULT;
   struct file *rd, *wr;
@@ -136,7 +103,7 @@ static long sys_pipe(struct thread *t, struct sysargs *sa, int may_block) {
 
 static long sys_sleep(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
-  long ms = (long)arg(p, 0);
+  long ms = (long)sa->a[0];
   if (ms < 0)
     return -EINVAL;
   if (ms == 0)
@@ -153,8 +120,7 @@ static long sys_sleep(struct thread *t, struct sysargs *sa, int may_block) {
 }
 
 static long sys_yield(struct thread *t, struct sysargs *sa, int may_block) {
-  struct proc *p = t->proc;
-  (void)p;
+  (void)t;
   (void)sa;
   (void)may_block;
   return 0;
@@ -165,7 +131,7 @@ static long sys_spawn(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
   char name[MAXNAME];
-  long r = copyinstr(p->pagetable, name, arg(p, 0), sizeof name);
+  long r = copyinstr(p->pagetable, name, sa->a[0], sizeof name);
   if (r < 0)
     return r;
   char (*args)[MAXARGLEN] = kmalloc(MAXARG * MAXARGLEN);
@@ -173,7 +139,7 @@ static long sys_spawn(struct thread *t, struct sysargs *sa, int may_block) {
   if (!args)
     return -ENOMEM;
   int argc = 0;
-  uint64_t uargv = arg(p, 1);
+  uint64_t uargv = sa->a[1];
   if (!uargv) {                              // no argv: just the name
     memcpy(args[0], name, sizeof name);
     argc = 1;
@@ -210,8 +176,8 @@ static long sys_spawn(struct thread *t, struct sysargs *sa, int may_block) {
 
 static long sys_wait(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
-  int pid = (int)arg(p, 0);
-  uint64_t ustatus = arg(p, 1);
+  int pid = (int)sa->a[0];
+  uint64_t ustatus = sa->a[1];
   if (pid < -1 || pid == 0)
     return -ECHILD;
   if (ustatus && !user_writable(p, ustatus, sizeof(int)))
@@ -226,17 +192,16 @@ static long sys_wait(struct thread *t, struct sysargs *sa, int may_block) {
 }
 
 static long sys_kill(struct thread *t, struct sysargs *sa, int may_block) {
-  struct proc *p = t->proc;
-  (void)p;
+  (void)t;
   (void)may_block;
-  long pid = (long)arg(p, 0);
+  long pid = (long)sa->a[0];
   return pid <= 0 || pid > 0x7fffffff ? -ESRCH : proc_kill((int)pid);
 }
 
 static long sys_brk(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
-  uint64_t want = arg(p, 0);
+  uint64_t want = sa->a[0];
   if (want == 0)
     return (long)p->brk;
   if (want < p->heap_base || want > USER_HEAP_MAX)
@@ -251,8 +216,7 @@ static long sys_brk(struct thread *t, struct sysargs *sa, int may_block) {
 }
 
 static long sys_uptime(struct thread *t, struct sysargs *sa, int may_block) {
-  struct proc *p = t->proc;
-  (void)p;
+  (void)t;
   (void)sa;
   (void)may_block;
   return (long)(rdtime() / (board.timebase_hz / 1000));
@@ -264,7 +228,7 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
   struct palloc_stats ps;
   struct kmalloc_stats ks;
   struct exec_stats es;
-  switch (arg(p, 0)) {
+  switch (sa->a[0]) {
   case KSTAT_FREE_PAGES:
     kmalloc_reclaim();
     palloc_get_stats(&ps);
@@ -294,7 +258,7 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
   case KSTAT_CACHE_OBJECTS: {
     uint64_t bytes, objects;
     kernel_caches(&bytes, &objects);
-    return (long)(arg(p, 0) == KSTAT_CACHE_BYTES ? bytes : objects);
+    return (long)(sa->a[0] == KSTAT_CACHE_BYTES ? bytes : objects);
   }
   default:
     return -EINVAL;
@@ -368,16 +332,6 @@ static int can_be_async(uint64_t nr) {
          nr == SYS_accept || nr == SYS_recv || nr == SYS_send;
 }
 
-long syscall_invoke(struct thread *t, struct sysargs *sa, int may_block) {
-  return calls[sa->nr](t, sa, may_block);
-}
-
-void sysargs_release(struct sysargs *sa) {
-  if (sa->sock)
-    sock_put(sa->sock);
-  sa->sock = 0;
-}
-
 enum syscall_outcome syscall_dispatch(struct thread *t) {
   struct proc *p = t->proc;
   uint64_t a7 = t->uc.x[REG_A7];
@@ -394,7 +348,8 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     t->uc.x[REG_A0] = (uint64_t)-ENOSYS;
     return SC_DONE;
   }
-  long r = calls[sa.nr](t, &sa, 0);
+  sa.call = calls[sa.nr];
+  long r = sa.call(t, &sa, 0);
   if (r == WOULD_BLOCK && async) {
     // The async form: the caller's coroutine (cid in a5) waits; the process
     // does not. The kernel coroutine runs at the caller's priority (a4, which

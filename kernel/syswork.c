@@ -92,7 +92,7 @@ static long attempt(struct worker *w, cid_t waker) {
     if (__atomic_load_n(&w->p->killed, __ATOMIC_SEQ_CST))
       return -EINTR;
     w->sa.wq = 0;
-    long r = syscall_invoke(w->t, &w->sa, 0);
+    long r = w->sa.call(w->t, &w->sa, 0);
     if (r != WOULD_BLOCK)
       return r;
     if (w->sa.deadline && w->timer_set != w->sa.deadline) {
@@ -126,7 +126,7 @@ static void stackful_main(void *arg) {
   struct worker *w = arg;
   if (w->cid)
     proc_async_register(w->p, &w->link, kco_current());
-  long r = syscall_invoke(w->t, &w->sa, 1);
+  long r = w->sa.call(w->t, &w->sa, 1);
   if (w->cid)
     proc_async_unregister(w->p, &w->link);
   finish(w, r);

@@ -1,5 +1,7 @@
-// Per-hart timers: a min-heap of (deadline, cid) plus the periodic tick.
-// The hardware compare register is programmed with the earlier of the two.
+// Per-hart timers: a min-heap of (deadline, cid) plus the periodic tick, and the
+// sleep of a stackful kernel coroutine built on them.
+// The hardware compare register is programmed with the earlier of the heap's first
+// deadline and the next tick.
 // With Sstc the kernel writes stimecmp itself; without it, every reprogramming
 // is an SBI call into M-mode.
 #include "timer.h"
@@ -8,7 +10,6 @@
 #include "kmalloc.h"
 #include "riscv.h"
 #include "sbi.h"
-#include "prio.h"
 
 static int use_sstc;
 
@@ -76,7 +77,7 @@ int timer_add(uint64_t when, cid_t cid) {
   struct hart *h = this_hart();
   spin_lock(&h->timer_lock);
   if (h->ntimers == h->timer_cap) {
-    uint32_t cap = h->timer_cap ? h->timer_cap * 2 : 16;
+    uint32_t cap = h->timer_cap ? h->timer_cap * 2 : TIMER_HEAP_INITIAL;
     struct timer_entry *t = kmalloc(cap * sizeof(*t));
     if (!t) {
       spin_unlock(&h->timer_lock);
@@ -95,9 +96,10 @@ int timer_add(uint64_t when, cid_t cid) {
   return 0;
 }
 
-void timer_interrupt(void) {
+int timer_interrupt(void) {
   struct hart *h = this_hart();
   uint64_t now = rdtime();
+  int ticked = 0;
   h->irq_timer++;
   spin_lock(&h->timer_lock);
   while (h->ntimers && h->timers[0].when <= now) {
@@ -108,12 +110,25 @@ void timer_interrupt(void) {
   }
   if (now >= h->next_tick) {
     h->ticks++;
-    if (h->index == 0)
-      prio_update_global();     // COPS: the global bitmap is rebuilt at each tick
+    ticked = 1;
     // Skip ticks missed while interrupts were off rather than replaying them.
     while (h->next_tick <= now)
       h->next_tick += tick_interval();
   }
   reprogram(h);
   spin_unlock(&h->timer_lock);
+  return ticked;
+}
+
+// A stackful coroutine sleeps by arming a timer for itself and blocking; a
+// spurious wake just arms it again.
+void kco_sleep_until(uint64_t deadline) {
+  while (rdtime() < deadline) {
+    timer_add(deadline, kco_current());
+    kco_block();
+  }
+}
+
+void kco_sleep_ms(uint64_t ms) {
+  kco_sleep_until(rdtime() + ms * board.timebase_hz / 1000);
 }

@@ -8,11 +8,16 @@
 struct timer_entry { uint64_t when; cid_t cid; };
 
 void timer_init_hart(void);          // program the first event on this hart
-void timer_interrupt(void);          // from the trap handler
+int timer_interrupt(void);           // from the trap handler: 1 if a tick passed
 // Wake cid at or after `when`. The entry lives on the calling hart's heap and
 // cannot be cancelled: a wake of an exited coroutine is rejected by its stale cid,
 // and a live coroutine must tolerate a spurious wake. Returns 0, or -1 if no memory.
 int timer_add(uint64_t when, cid_t cid);
 int timer_uses_sstc(void);
+
+// Stackful kernel coroutines only: block until rdtime() >= deadline, or for ms
+// milliseconds.
+void kco_sleep_until(uint64_t deadline);     // in timebase ticks (rdtime)
+void kco_sleep_ms(uint64_t ms);
 
 #endif

@@ -2,6 +2,7 @@
 #include "trap.h"
 #include "hart.h"
 #include "plic.h"
+#include "prio.h"
 #include "printf.h"
 #include "riscv.h"
 #include "timer.h"
@@ -72,7 +73,8 @@ void trap_report(const struct trapframe *tf) {
 int trap_interrupt(uint64_t cause) {
   switch (cause & ~SCAUSE_INTERRUPT) {
   case IRQ_S_TIMER:
-    timer_interrupt();
+    if (timer_interrupt() && this_hart()->index == 0)
+      prio_update_global();     // COPS: the global bitmap is rebuilt at each tick
     return 1;
   case IRQ_S_SOFT:               // an IPI from sched_kick: the loop will rescan
     this_hart()->irq_soft++;

@@ -5,6 +5,7 @@
 #include "kco.h"
 #include "plic.h"
 #include "printf.h"
+#include "stats.h"
 #include "vm.h"
 #include "waitq.h"
 
@@ -84,3 +85,8 @@ int console_getc_killable(volatile int *killed) {
 
 uint64_t uart_rx_count(void) { return rx_count; }
 uint64_t uart_rx_dropped(void) { return rx_dropped; }
+
+static void print_stats(stats_out_fn *out) {
+  out("uart: %lu bytes received, %lu dropped\n", uart_rx_count(), uart_rx_dropped());
+}
+STATS_SOURCE(30, "console", print_stats);

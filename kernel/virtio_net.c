@@ -29,6 +29,7 @@
 #include "printf.h"
 #include "riscv.h"
 #include "spinlock.h"
+#include "stats.h"
 #include "vm.h"
 
 #ifndef ENODEV
@@ -426,3 +427,19 @@ void vnet_get_stats(struct vnet_stats *st) {
   *st = vnet.st;
   spin_unlock(&vnet.lock);
 }
+
+static void print_stats(stats_out_fn *out) {
+  if (!vnet_present()) {
+    out("net: no network card\n");
+    return;
+  }
+  uint8_t m[6];
+  struct vnet_stats st;
+  vnet_mac(m);
+  vnet_get_stats(&st);
+  out("net: mac %02x:%02x:%02x:%02x:%02x:%02x; rx %lu frames / %lu bytes, %lu dropped; "
+      "tx %lu frames / %lu bytes, %lu full; irqs %lu\n",
+      m[0], m[1], m[2], m[3], m[4], m[5], st.rx_frames, st.rx_bytes, st.rx_dropped,
+      st.tx_frames, st.tx_bytes, st.tx_full, st.irqs);
+}
+STATS_SOURCE(40, "net", print_stats);

@@ -5,7 +5,9 @@
 #include "printf.h"
 #include "riscv.h"
 #include "spinlock.h"
+#include "stats.h"
 #include "timer.h"
+#include "virtio_net.h"
 #include "abi.h"
 #include "lwip/init.h"
 #include "lwip/timeouts.h"
@@ -105,3 +107,18 @@ void netif_count_rx(int accepted) {
   else
     stats.rx_dropped++;
 }
+
+// Printed after the card's line (kernel/virtio_net.c), and only with a card.
+static void print_stats(stats_out_fn *out) {
+  if (!vnet_present())
+    return;
+  if (!net_started()) {
+    out("     stack not started (the first socket starts it)\n");
+    return;
+  }
+  struct net_stats ns;
+  net_get_stats(&ns);
+  out("     lwIP: rx %lu frames, %lu dropped; tx %lu frames, %lu refused (card full); timer runs %lu\n",
+      ns.rx_frames, ns.rx_dropped, ns.tx_frames, ns.tx_full, ns.timer_runs);
+}
+STATS_SOURCE(41, "net", print_stats);

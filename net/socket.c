@@ -11,6 +11,8 @@
 #include "abi.h"
 #include "klib.h"
 #include "kmalloc.h"
+#include "stats.h"
+#include "virtio_net.h"
 #include "lwip/pbuf.h"
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h"
@@ -438,3 +440,14 @@ void sock_get_stats(struct sock_stats *st) {
   *st = stats;
   net_unlock();
 }
+
+// Printed after the stack's line (net/net.c), once the stack runs.
+static void print_stats(stats_out_fn *out) {
+  if (!vnet_present() || !net_started())
+    return;
+  struct sock_stats ss;
+  sock_get_stats(&ss);
+  out("     sockets %d, tcp pcbs %d; accepted %lu, refused %lu, reset %lu; bytes in %lu, out %lu\n",
+      sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out);
+}
+STATS_SOURCE(42, "net", print_stats);

@@ -4,6 +4,7 @@
 // table. The loop below is the user-mode twin of the kernel's sched_loop.
 #include "cops.h"
 #include "abi.h"
+#include "exec_arch.h"
 #include "stackful.h"
 #include "ulib.h"
 #include "vdso.h"
@@ -43,12 +44,10 @@ static inline void set_me(struct cops_thread *t) { __asm__ volatile("mv tp, %0" 
 // Small spinlocks for state shared between threads. Each is only ever taken
 // inside a critical section, so this thread's own interrupt handler can never
 // spin on a lock the code it interrupted holds.
-static void lock(volatile uint64_t *l) {
-  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-    while (__atomic_load_n(l, __ATOMIC_RELAXED))
-      ;
-}
-static void unlock(volatile uint64_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+// They are the executor's own lock (user/exec_arch.h), which in user space saves
+// no interrupt state.
+static void lock(volatile uint64_t *l) { (void)exec_lock_acquire(l); }
+static void unlock(volatile uint64_t *l) { exec_lock_release(l, 0); }
 static volatile uint64_t ops_lock, drain_lock;
 
 // ---- critical sections and the user-interrupt handler ----

@@ -1,8 +1,7 @@
 // echo: prints its arguments separated by spaces, then a newline.
 #include "ulib.h"
 
-int main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
   // Build the whole line first, so it reaches the console in one write even
   // when another process prints at the same time. MAXARG strings of at most
   // MAXARGLEN bytes (with their NULs, which become spaces) always fit.

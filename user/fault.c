@@ -17,28 +17,24 @@
 
 #define KERNEL_TEXT 0x80200000UL
 
-static void load0(void)
-{
+static void load0(void) {
   long v;
   __asm__ volatile("ld %0, 0(%1)" : "=r"(v) : "r"(0L) : "memory");
   printf("fault: loaded %ld from address 0\n", v);
 }
 
-static void store_kernel(void)
-{
+static void store_kernel(void) {
   __asm__ volatile("sd zero, 0(%0)" : : "r"(KERNEL_TEXT) : "memory");
 }
 
-static void illegal(void)
-{
+static void illegal(void) {
   __asm__ volatile(".word 0");
 }
 
 // Each frame holds a 512-byte buffer and writes both ends of it. Frames are
 // far smaller than a page, so the recursion cannot step over the 4 KiB guard
 // page: some store is bound to land in it.
-static __attribute__((noinline)) long recurse(long depth)
-{
+static __attribute__((noinline)) long recurse(long depth) {
   volatile char buf[512];
   buf[0] = (char)depth;
   buf[sizeof buf - 1] = (char)depth;
@@ -49,13 +45,11 @@ static __attribute__((noinline)) long recurse(long depth)
   return buf[sizeof buf - 1];
 }
 
-static void stack_overflow(void)
-{
+static void stack_overflow(void) {
   printf("fault: recursion returned %ld\n", recurse(0));
 }
 
-static void jump_kernel(void)
-{
+static void jump_kernel(void) {
   void (*f)(void) = (void (*)(void))KERNEL_TEXT;
   __asm__ volatile("" : "+r"(f));   // hide the constant from the optimizer
   f();
@@ -67,8 +61,7 @@ static void jump_kernel(void)
 // the stack is not executable and the fetch faults. The code there is c.jr ra
 // (0x8082, i.e. "ret"), so a kernel that maps the stack executable returns
 // here and the check below reports it.
-static void misaligned_pc(void)
-{
+static void misaligned_pc(void) {
   volatile uint16_t code[2] = {0x8082, 0x8082};
   uintptr_t odd = (uintptr_t)&code[0] + 1;
   __asm__ volatile("" : "+r"(odd));
@@ -89,8 +82,7 @@ static const struct {
 };
 #define NFAULTS (sizeof faults / sizeof faults[0])
 
-int main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
   for (size_t i = 0; argc > 1 && i < NFAULTS; i++) {
     if (strcmp(argv[1], faults[i].name) == 0) {
       printf("fault: pid %d: %s\n", getpid(), faults[i].what);

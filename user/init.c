@@ -12,15 +12,13 @@
 // exits; reaping with -1 keeps init correct if orphans are ever handed to it.)
 #include "ulib.h"
 
-static void report_reaped(int pid, int status)
-{
+static void report_reaped(int pid, int status) {
   printf("init: reaped pid %d (exit status %d)\n", pid, status);
 }
 
 // Waits until `pid` exits and returns its status (-1 if wait fails). Reaps
 // any other child along the way.
-static int reap_until(const char *name, int pid)
-{
+static int reap_until(const char *name, int pid) {
   int status;
   int err = wait_for(pid, &status, report_reaped);
   if (err < 0) {
@@ -30,8 +28,7 @@ static int reap_until(const char *name, int pid)
   return status;
 }
 
-static int run_once(int argc, char *argv[])
-{
+static int run_once(int argc, char *argv[]) {
   const char *name = argv[1];
   // argv[1..argc] is already a NULL-terminated array that starts with the
   // program name: exactly the argv the child should get.
@@ -46,8 +43,7 @@ static int run_once(int argc, char *argv[])
   return status;
 }
 
-int main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
   if (argc > 1)
     return run_once(argc, argv);
 

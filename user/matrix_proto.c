@@ -46,8 +46,7 @@ static const char E_BAD_PRIO[] = "bad priority";
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
-static size_t cstrlen(const char *s)
-{
+static size_t cstrlen(const char *s) {
   size_t n = 0;
   while (s[n])
     n++;
@@ -55,8 +54,7 @@ static size_t cstrlen(const char *s)
 }
 
 // Does s[0, len) equal the NUL-terminated word w?
-static int equals(const char *s, size_t len, const char *w)
-{
+static int equals(const char *s, size_t len, const char *w) {
   size_t i;
   for (i = 0; i < len; i++)
     if (w[i] == 0 || w[i] != s[i])
@@ -65,16 +63,14 @@ static int equals(const char *s, size_t len, const char *w)
 }
 
 // Is s[0, len) a proper prefix of w (shorter than w)?
-static int proper_prefix(const char *s, size_t len, const char *w)
-{
+static int proper_prefix(const char *s, size_t len, const char *w) {
   for (size_t i = 0; i < len; i++)
     if (w[i] == 0 || w[i] != s[i])
       return 0;
   return w[len] != 0;
 }
 
-static void copy_down(char *buf, size_t from, size_t n)
-{
+static void copy_down(char *buf, size_t from, size_t n) {
   for (size_t i = 0; i < n; i++)
     buf[i] = buf[from + i];
 }
@@ -82,8 +78,7 @@ static void copy_down(char *buf, size_t from, size_t n)
 // ---------------------------------------------------------------------------
 // Receiving
 
-void mp_init(struct mp_parser *p, char *buf, size_t cap, int64_t *vals, int max_n)
-{
+void mp_init(struct mp_parser *p, char *buf, size_t cap, int64_t *vals, int max_n) {
   if (max_n < 1)
     max_n = 1;
   if (max_n > MP_MAX_N_LIMIT)
@@ -100,8 +95,7 @@ void mp_init(struct mp_parser *p, char *buf, size_t cap, int64_t *vals, int max_
 }
 
 // Moves the pending bytes to the front of the buffer.
-static void compact(struct mp_parser *p)
-{
+static void compact(struct mp_parser *p) {
   if (p->start == 0)
     return;
   copy_down(p->buf, p->start, p->len - p->start);
@@ -110,8 +104,7 @@ static void compact(struct mp_parser *p)
   p->start = 0;
 }
 
-size_t mp_room(const struct mp_parser *p)
-{
+size_t mp_room(const struct mp_parser *p) {
   // While jammed, mp_next must report the counted lines first; once the
   // buffer is drained, feeding lets the line still being dropped move back in.
   if (p->tail)
@@ -126,8 +119,7 @@ size_t mp_room(const struct mp_parser *p)
   return p->cur == p->start ? 1 : 0;
 }
 
-size_t mp_feed(struct mp_parser *p, const char *data, size_t n)
-{
+size_t mp_feed(struct mp_parser *p, const char *data, size_t n) {
   for (size_t i = 0; i < n; i++) {
     char c = data[i];
     if (c == MARK_OPEN || c == MARK_CLOSED)
@@ -188,8 +180,7 @@ size_t mp_feed(struct mp_parser *p, const char *data, size_t n)
   return n;
 }
 
-int mp_buffered(const struct mp_parser *p)
-{
+int mp_buffered(const struct mp_parser *p) {
   size_t n = p->len - p->start + p->tail + (size_t)p->tail_open;
   return n > 0x7fffffff ? 0x7fffffff : (int)n;
 }
@@ -197,8 +188,7 @@ int mp_buffered(const struct mp_parser *p)
 // ---------------------------------------------------------------------------
 // Parsing one message
 
-static enum mp_kind set_error(struct mp_msg *m, const char *why, int framed)
-{
+static enum mp_kind set_error(struct mp_msg *m, const char *why, int framed) {
   m->kind = MP_ERROR;
   m->error = why;
   m->framed = framed;
@@ -206,8 +196,7 @@ static enum mp_kind set_error(struct mp_msg *m, const char *why, int framed)
 }
 
 // The largest r with r*r <= x (x is at most a few thousand here).
-static int isqrt(size_t x)
-{
+static int isqrt(size_t x) {
   size_t r = 0;
   while ((r + 1) * (r + 1) <= x)
     r++;
@@ -220,8 +209,7 @@ enum parse_result { PARSE_MSG, PARSE_BLANK, PARSE_INCOMPLETE };
 
 // Parses the message s[0, len) ('\n' and '\r' already removed) into m.
 static enum parse_result parse(struct mp_parser *p, const char *s, size_t len, int framed,
-                               struct mp_msg *m)
-{
+                               struct mp_msg *m) {
   m->framed = framed;
 
   // The two phrases.
@@ -309,8 +297,7 @@ static enum parse_result parse(struct mp_parser *p, const char *s, size_t len, i
   return PARSE_MSG;
 }
 
-static void clear_msg(struct mp_msg *m)
-{
+static void clear_msg(struct mp_msg *m) {
   m->kind = MP_NEED_MORE;
   m->framed = 0;
   m->prio = -1;
@@ -319,8 +306,7 @@ static void clear_msg(struct mp_msg *m)
   m->error = 0;
 }
 
-enum mp_kind mp_next(struct mp_parser *p, int more_pending, struct mp_msg *m)
-{
+enum mp_kind mp_next(struct mp_parser *p, int more_pending, struct mp_msg *m) {
   clear_msg(m);
   for (;;) {
     if (p->start == p->len) {
@@ -383,8 +369,7 @@ enum mp_kind mp_next(struct mp_parser *p, int more_pending, struct mp_msg *m)
   }
 }
 
-void mp_stall(struct mp_parser *p, struct mp_msg *m)
-{
+void mp_stall(struct mp_parser *p, struct mp_msg *m) {
   if (mp_next(p, 0, m) != MP_NEED_MORE || mp_buffered(p) == 0)
     return;
   // Only the message being received is left: it will not be completed.
@@ -398,8 +383,7 @@ void mp_stall(struct mp_parser *p, struct mp_msg *m)
 // ---------------------------------------------------------------------------
 // Computing and answering
 
-void mp_square(const int64_t *a, int n, int64_t *c)
-{
+void mp_square(const int64_t *a, int n, int64_t *c) {
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < n; j++) {
       uint64_t sum = 0;
@@ -411,8 +395,7 @@ void mp_square(const int64_t *a, int n, int64_t *c)
 }
 
 // Writes v in decimal at out (room for 20 characters); returns the length.
-static size_t put_int(int64_t v, char *out)
-{
+static size_t put_int(int64_t v, char *out) {
   char tmp[20];
   size_t n = 0, len = 0;
   // Negate in unsigned arithmetic: -INT64_MIN does not exist as an int64_t.
@@ -428,8 +411,7 @@ static size_t put_int(int64_t v, char *out)
   return len;
 }
 
-size_t mp_format_matrix(const int64_t *c, int n, int framed, char *out, size_t cap)
-{
+size_t mp_format_matrix(const int64_t *c, int n, int framed, char *out, size_t cap) {
   size_t len = 0, count = n > 0 ? (size_t)n * (size_t)n : 0;
   for (size_t i = 0; i < count; i++) {
     if (cap - len < 21 + 1)   // separator + longest value + room for '\n'
@@ -446,8 +428,7 @@ size_t mp_format_matrix(const int64_t *c, int n, int framed, char *out, size_t c
   return len;
 }
 
-static size_t put_line(const char *a, const char *b, int framed, char *out, size_t cap)
-{
+static size_t put_line(const char *a, const char *b, int framed, char *out, size_t cap) {
   size_t la = cstrlen(a), lb = b ? cstrlen(b) : 0;
   if (la + lb + (framed ? 1 : 0) > cap)
     return 0;
@@ -461,18 +442,15 @@ static size_t put_line(const char *a, const char *b, int framed, char *out, size
   return len;
 }
 
-size_t mp_format_error(const char *reason, int framed, char *out, size_t cap)
-{
+size_t mp_format_error(const char *reason, int framed, char *out, size_t cap) {
   return put_line("error: ", reason, framed, out, cap);
 }
 
-size_t mp_format_handshake(int framed, char *out, size_t cap)
-{
+size_t mp_format_handshake(int framed, char *out, size_t cap) {
   return put_line(ANSWER_HANDSHAKE, 0, framed, out, cap);
 }
 
-int mp_parse_answer(const char *s, size_t len, int64_t *vals, int max_vals)
-{
+int mp_parse_answer(const char *s, size_t len, int64_t *vals, int max_vals) {
   int count = 0;
   size_t i = 0;
   if (len > 0 && s[len - 1] == '\n')

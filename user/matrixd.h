@@ -1,12 +1,15 @@
 // matrixd, the matrix-echo server of the COPS evaluation (paper section 5):
-// what its three source files share.
+// what its four source files share.
 //
-//   user/matrixd.c     main, options, the per-message work every model does
-//                      (parse, square, format), counters and the idle report
-//   user/matrixd_uc.c  KCUC and KTUC: three user coroutines per connection,
-//                      socket calls through cops_async
-//   user/matrixd_ut.c  KCUT and KTUT: three user threads per connection,
-//                      synchronous socket calls, pipes as queues
+//   user/matrixd.c       main and the options
+//   user/matrixd_uc.c    KCUC and KTUC: three user coroutines per connection,
+//                        socket calls through cops_async
+//   user/matrixd_ut.c    KCUT and KTUT: three user threads per connection,
+//                        synchronous socket calls, pipes as queues
+//   user/matrixd_core.c  the per-message work every model does (parse, square,
+//                        format), the priority policy, counters, the idle report
+// Calls go down that list: matrixd.c starts a model, the models use the core,
+// and the core calls none of them.
 //
 // The wire protocol is /work/shared/PROTOCOL.md; user/matrix_proto.c parses and
 // formats it.
@@ -37,7 +40,7 @@ extern struct md_config md_cfg;
 
 // Bytes asked of one recv at most (md_recv_size: fewer when the parser has less
 // room). A recv that returns fewer bytes than asked emptied the socket's
-// buffer: "nothing more pending" (see md_more_pending in matrixd.c).
+// buffer: "nothing more pending" (see md_more_pending in matrixd_core.c).
 #define MD_RECV_BYTES 4096
 // Replies a connection may have outstanding (queued to handle or send) before
 // its receiver stops reading: a peer that sends but never reads can cost only

@@ -10,8 +10,7 @@
 
 static int passed, failed;
 
-static void check(const char *name, long got, long expected)
-{
+static void check(const char *name, long got, long expected) {
   if (got == expected) {
     printf("pipetest: PASS %s\n", name);
     passed++;
@@ -26,14 +25,12 @@ static char out[PIPE_SIZE], in[PIPE_SIZE];
 
 // A byte pattern that differs for every position in the whole stream, so a
 // lost, repeated or reordered chunk shows up in the comparison.
-static char pattern(long pos)
-{
+static char pattern(long pos) {
   return (char)(pos * 7 + pos / 251);
 }
 
 // Reads exactly n bytes (a read returns what is there, possibly less).
-static long read_full(int fd, char *buf, long n)
-{
+static long read_full(int fd, char *buf, long n) {
   long got = 0;
   while (got < n) {
     long r = read(fd, buf + got, n - got);
@@ -44,8 +41,7 @@ static long read_full(int fd, char *buf, long n)
   return got;
 }
 
-int main(void)
-{
+int main(void) {
   int fds[2];
   int r = pipe(fds);
   check("pipe", r, 0);

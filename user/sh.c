@@ -16,8 +16,7 @@
 
 // Splits line in place into words separated by spaces and tabs. Returns the
 // number of words, or -1 if there are more than max.
-static int split(char *line, char *words[], int max)
-{
+static int split(char *line, char *words[], int max) {
   int n = 0;
   char *p = line;
   for (;;) {
@@ -40,13 +39,11 @@ static int split(char *line, char *words[], int max)
 // Background children that finish while the shell waits for a foreground one
 // are reaped and reported on the way: wait(-1) returns whichever child exited
 // first.
-static void report_background(int pid, int status)
-{
+static void report_background(int pid, int status) {
   printf("sh: background pid %d done, exit status %d\n", pid, status);
 }
 
-static void run(char *words[], int background)
-{
+static void run(char *words[], int background) {
   const char *name = words[0];
   int pid = spawn(name, (const char *const *)words);
   if (pid == -ENOENT) {
@@ -74,8 +71,7 @@ static void run(char *words[], int background)
     printf("sh: %s: exit status %d\n", name, status);
 }
 
-static void help(void)
-{
+static void help(void) {
   printf("builtins:\n"
          "  exit [STATUS]   leave the shell\n"
          "  kill PID        end a process (its exit status is -1)\n"
@@ -84,8 +80,7 @@ static void help(void)
          "programs: hello echo sh init usertests fault spin sleeper pipetest\n");
 }
 
-int main(void)
-{
+int main(void) {
   static char line[MAXLINE];
   char *words[MAXWORDS + 1];
 

@@ -2,8 +2,7 @@
 // long it actually slept, measured with uptime().
 #include "ulib.h"
 
-int main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
   long ms = argc > 1 ? atol(argv[1]) : 1000;
   printf("sleeper: pid %d sleeping %ld ms\n", getpid(), ms);
   long start = uptime();

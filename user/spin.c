@@ -3,8 +3,7 @@
 // way it ends is kill(); usertests and the shell ("spin &") use it for both.
 #include "ulib.h"
 
-int main(void)
-{
+int main(void) {
   printf("spin: pid %d spinning forever\n", getpid());
   // volatile: the loop must really run, not be reduced to an empty `for (;;)`.
   volatile unsigned long count = 0;

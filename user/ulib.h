@@ -1,5 +1,6 @@
 // The Coral user library: system calls (usys.S) and a small libc subset
-// (ulib.c). Every program includes this one header.
+// (ulib.c, printf.c, umalloc.c, uthread.c). Every program includes this one
+// header.
 #ifndef CORAL_ULIB_H
 #define CORAL_ULIB_H
 
@@ -30,10 +31,10 @@ long uwait(void);
 int thread_create(void (*entry)(void *), void *arg, void *stack_top);
 void thread_exit(int status) __attribute__((noreturn));
 int thread_join(int tid, int *status);
-// A thread running fn(arg) on a fresh 16 KiB stack; its return value becomes
+// (uthread.c) A thread running fn(arg) on a fresh 16 KiB stack; its return value becomes
 // its exit status. Call from one thread at a time (malloc is not thread-safe).
 int uthread_create(int (*fn)(void *), void *arg);
-int uthread_join(int tid, int *status);     // also frees the thread's stack                 // block until a user interrupt is pending (the runtime uses it)
+int uthread_join(int tid, int *status);     // also frees the thread's stack
 // TCP sockets (docs/ABI.md). A socket is a descriptor: close() ends it, and
 // read/write work on a connected one like recv/send.
 int socket(void);
@@ -45,7 +46,7 @@ long send(int fd, const void *buf, long n);
 int shutdown(int fd, int how);
 int setkmode(int mode);       // KMODE_*: how the kernel serves calls that wait; returns the old mode
 
-// ---- strings and memory ----
+// ---- strings and memory (ulib.c) ----
 size_t strlen(const char *s);
 int strcmp(const char *a, const char *b);
 int strncmp(const char *a, const char *b, size_t n);
@@ -58,7 +59,7 @@ int memcmp(const void *a, const void *b, size_t n);
 int atoi(const char *s);
 long atol(const char *s);
 
-// ---- formatted output ----
+// ---- formatted output (printf.c) ----
 // Formats: %d %i %u %x %X %ld %lu %lx %p %s %c %%, with a width and the 0 and -
 // flags. One call produces one write() (for output up to PRINTF_BUF bytes),
 // so lines from different processes do not interleave mid-line. snprintf
@@ -75,7 +76,7 @@ int puts(const char *s);   // s and a newline on fd 1
 // values that are not a known negative errno.
 const char *errname(long err);
 
-// ---- processes ----
+// ---- processes (ulib.c) ----
 // Waits with wait(-1) until the child `pid` exits and stores its exit status
 // in *status (if status is not NULL). Any other child that exits meanwhile is
 // reaped too and, if `other` is not NULL, reported through other(its pid, its
@@ -83,7 +84,7 @@ const char *errname(long err);
 // *status is left alone).
 int wait_for(int pid, int *status, void (*other)(int pid, int status));
 
-// ---- console input ----
+// ---- console input (ulib.c) ----
 // Reads one line from fd 0 into buf (at most max-1 characters, NUL-terminated,
 // without the line end) and returns its length. The kernel does no echo or
 // line editing, so readline does both: it echoes what it reads to fd 1,
@@ -92,7 +93,7 @@ int wait_for(int pid, int *status, void (*other)(int pid, int status));
 // of file. Returns -1 at end of file (or on a read error) when nothing was read.
 int readline(char *buf, int max);
 
-// ---- heap (ulib.c, on top of brk) ----
+// ---- heap (umalloc.c, on top of brk) ----
 void *malloc(size_t n);
 void free(void *p);
 void *calloc(size_t count, size_t size);

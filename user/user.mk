@@ -1,6 +1,6 @@
 # User programs: included by the top-level Makefile, which defines CC (the
 # cross gcc) and BUILD. Each program is user/NAME.c linked with the runtime
-# (crt0.S, usys.S, ulib.c) into $(BUILD)/user/bin/NAME, a static ELF at
+# (ULIB below) into $(BUILD)/user/bin/NAME, a static ELF at
 # USER_BASE (MULTI_BINS link more objects; see MATRIXD_OBJS). The kernel build
 # embeds the binaries listed in UBINS.
 
@@ -13,8 +13,10 @@ UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest async
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 # Programs built from more than user/NAME.c: their extra objects. matrixd is the
-# matrix-echo server (main + the coroutine and thread models + the protocol).
-MATRIXD_OBJS := $(BUILD)/user/matrixd_uc.o $(BUILD)/user/matrixd_ut.o $(BUILD)/user/matrix_proto.o
+# matrix-echo server (main + the coroutine and thread models + their shared
+# core + the protocol).
+MATRIXD_OBJS := $(BUILD)/user/matrixd_uc.o $(BUILD)/user/matrixd_ut.o $(BUILD)/user/matrixd_core.o \
+                $(BUILD)/user/matrix_proto.o
 MULTI_BINS := $(BUILD)/user/bin/matrixd
 SIMPLE_BINS := $(filter-out $(MULTI_BINS),$(UBINS))
 
@@ -24,11 +26,16 @@ UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
            -fno-omit-frame-pointer -fno-stack-protector \
            -Iuser -Ikernel -Ivdso -T user/user.ld
 
-# The runtime every program links, and the headers every object depends on.
+# The runtime every program links: the entry (crt0.S), the system calls
+# (usys.S), the user library (ulib.c: strings, processes, console input;
+# printf.c: formatted output; umalloc.c: the heap; uthread.c: threads), and the
+# COPS runtime (cops.c, cops_switch.S, uintr_entry.S). Also the headers every
+# object depends on.
+ULIBC := ulib printf umalloc uthread cops
 ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o $(BUILD)/user/uintr_entry.o \
-        $(BUILD)/user/ulib.o $(BUILD)/user/cops.o
+        $(ULIBC:%=$(BUILD)/user/%.o)
 UHDRS := user/ulib.h user/cops.h user/exec_arch.h kernel/abi.h vdso/executor.h vdso/stackful.h vdso/vdso.h
-UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(BUILD)/user/ulib.o $(BUILD)/user/cops.o $(MATRIXD_OBJS)
+UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(ULIBC:%=$(BUILD)/user/%.o) $(MATRIXD_OBJS)
 
 # Static pattern rules: they apply only to these targets, so they can never
 # compete with the kernel's $(BUILD)/%.c.o rules.

@@ -30,8 +30,7 @@ static int passed, failed;
 // Reporting
 
 // "-14 (EFAULT)" for errors, "42" for everything else.
-static const char *show(char *buf, size_t size, long v)
-{
+static const char *show(char *buf, size_t size, long v) {
   // -1 is also the status of a killed process, and no call returns -EPERM:
   // show it as a plain number.
   const char *e = v == -1 ? "" : errname(v);
@@ -42,8 +41,7 @@ static const char *show(char *buf, size_t size, long v)
   return buf;
 }
 
-static int check(const char *name, long got, long expected)
-{
+static int check(const char *name, long got, long expected) {
   if (got == expected) {
     printf("usertests: PASS %s\n", name);
     passed++;
@@ -58,8 +56,7 @@ static int check(const char *name, long got, long expected)
 
 // For checks that are a condition rather than one value: `what` says, in the
 // FAIL line, what was expected.
-static int check_true(const char *name, int ok, long got, const char *what)
-{
+static int check_true(const char *name, int ok, long got, const char *what) {
   if (ok) {
     printf("usertests: PASS %s\n", name);
     passed++;
@@ -74,8 +71,7 @@ static int check_true(const char *name, int ok, long got, const char *what)
 // Names for checks generated in loops. A few buffers are used in turn, so a
 // name stays valid while a helper builds names of its own from it.
 static const char *NAME(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *NAME(const char *fmt, ...)
-{
+static const char *NAME(const char *fmt, ...) {
   static char names[8][96];
   static unsigned next;
   char *b = names[next++ % 8];
@@ -86,8 +82,7 @@ static const char *NAME(const char *fmt, ...)
   return b;
 }
 
-static void section(const char *title)
-{
+static void section(const char *title) {
   printf("usertests: --- %s ---\n", title);
 }
 
@@ -106,16 +101,14 @@ struct counters {
   long v[KSTAT_NPROCS + 1];
 };
 
-static void snapshot(struct counters *c)
-{
+static void snapshot(struct counters *c) {
   for (int i = KSTAT_FREE_PAGES; i <= KSTAT_NPROCS; i++)
     c->v[i] = kstat(i);
 }
 
 // The kernel may free a dead process's memory asynchronously (after the
 // parent's wait returned), so a counter gets a few chances to come back.
-static void check_no_leaks(const char *what, const struct counters *before)
-{
+static void check_no_leaks(const char *what, const struct counters *before) {
   for (int i = KSTAT_FREE_PAGES; i <= KSTAT_NPROCS; i++) {
     long now = kstat(i);
     for (int tries = 0; tries < 3000 && now != before->v[i]; tries++) {   // 30 s at most
@@ -132,8 +125,7 @@ static void check_no_leaks(const char *what, const struct counters *before)
 // A system call with an arbitrary number, which the stubs in usys.S cannot
 // make. The kernel preserves every register but a0 (checked below), so only
 // the argument registers need to be named.
-static long raw_syscall(long nr, long a0, long a1, long a2)
-{
+static long raw_syscall(long nr, long a0, long a1, long a2) {
   register long r0 __asm__("a0") = a0;
   register long r1 __asm__("a1") = a1;
   register long r2 __asm__("a2") = a2;
@@ -146,8 +138,7 @@ static long raw_syscall(long nr, long a0, long a1, long a2)
 // use (t0-t6, a1-a7, s1-s11, ra), makes getpid, and returns the OR of
 // (register - value): 0 if everything survived. s0 is the frame pointer and
 // is not touched here.
-static long ecall_clobbers(void)
-{
+static long ecall_clobbers(void) {
   register long acc __asm__("a0");
   __asm__ volatile(
       "li t0, 1001\n li t1, 1002\n li t2, 1003\n li t3, 1004\n"
@@ -184,8 +175,7 @@ static long ecall_clobbers(void)
 // Turns a number into a pointer the compiler knows nothing about. Without
 // this, GCC sees constant addresses like 1 or 0x80200000 passed as buffers and
 // (rightly, for normal code) refuses to compile the calls.
-static void *ADDR(unsigned long a)
-{
+static void *ADDR(unsigned long a) {
   __asm__("" : "+r"(a));
   return (void *)a;
 }
@@ -193,8 +183,7 @@ static void *ADDR(unsigned long a)
 // Spawns prog and expects `expected`. If the kernel started a child anyway,
 // reap it so it does not disturb later checks.
 static void spawn_expect(const char *name, const char *prog, const char *const argv[],
-                         long expected)
-{
+                         long expected) {
   int pid = spawn(prog, argv);
   check(name, pid, expected);
   if (pid > 0)
@@ -203,8 +192,7 @@ static void spawn_expect(const char *name, const char *prog, const char *const a
 
 // Spawns `usertests ARGS...` and returns its exit status; on a spawn or wait
 // failure, reports it under `name` and returns `fallback`.
-static int run_child(const char *name, const char *const argv[], int fallback)
-{
+static int run_child(const char *name, const char *const argv[], int fallback) {
   int pid = spawn("usertests", argv);
   if (!check_true(NAME("%s-spawn", name), pid > 0, pid, "a pid > 0"))
     return fallback;
@@ -245,8 +233,7 @@ static char *edge;
 // ---------------------------------------------------------------------------
 // The process's start state, and simple calls
 
-static void test_start(int argc, char *argv[], uintptr_t sp)
-{
+static void test_start(int argc, char *argv[], uintptr_t sp) {
   section("start state");
   check("start-sp-aligned", (long)(sp % 16), 0);
   check_true("start-sp-on-stack",
@@ -263,8 +250,7 @@ static void test_start(int argc, char *argv[], uintptr_t sp)
   check("start-bss-zeroed", zero, 1);
 }
 
-static void test_basics(void)
-{
+static void test_basics(void) {
   section("simple calls");
   int pid = getpid();
   check_true("getpid-positive", pid > 0, pid, "a pid > 0");
@@ -295,8 +281,7 @@ static void test_basics(void)
     check(NAME("kstat-bad-selector-%d", bad_selectors[i]), kstat(bad_selectors[i]), -EINVAL);
 }
 
-static void test_nosys(void)
-{
+static void test_nosys(void) {
   section("unknown system calls");
   check("syscall-0", raw_syscall(0, 0, 0, 0), -ENOSYS);
   check("syscall-NSYSCALL", raw_syscall(NSYSCALL, 0, 0, 0), -ENOSYS);
@@ -308,8 +293,7 @@ static void test_nosys(void)
   check("syscall-valid-after-bad", raw_syscall(SYS_getpid, 0, 0, 0), getpid());
 }
 
-static void test_sleep(void)
-{
+static void test_sleep(void) {
   section("sleep and uptime");
   long t0 = uptime();
   check("sleep-50ms", sleep(50), 0);
@@ -326,8 +310,7 @@ static void test_sleep(void)
 
 extern char end[];   // the end of the program image (user.ld)
 
-static void test_brk(void)
-{
+static void test_brk(void) {
   section("brk");
   long cur = brk(0);
   check_true("brk-query", cur >= (long)end, cur, "a break at or above the image end");
@@ -390,8 +373,7 @@ static void test_brk(void)
 // A read from the pipe p (which holds "0123456789") that must fail. If the
 // kernel wrongly lets it through, the data is gone and the next read would
 // block forever: put the ten bytes back so the remaining checks still run.
-static void read_bad(const char *name, int p[2], void *ptr, long n, long expected)
-{
+static void read_bad(const char *name, int p[2], void *ptr, long n, long expected) {
   long r = read(p[0], ptr, n);
   if (!check(name, r, expected) && r > 0) {
     if (r < 10)
@@ -400,8 +382,7 @@ static void read_bad(const char *name, int p[2], void *ptr, long n, long expecte
   }
 }
 
-static void test_rw(void)
-{
+static void test_rw(void) {
   section("write");
   // Bad buffers. Writes go to the console: if the kernel wrongly accepts one,
   // garbage is printed, but nothing blocks.
@@ -488,8 +469,7 @@ static void test_rw(void)
 // ---------------------------------------------------------------------------
 // Pipes
 
-static void test_pipe(void)
-{
+static void test_pipe(void) {
   section("pipes");
   int p[2];
   // Descriptors are the lowest free numbers; only 0, 1 and 2 are open now.
@@ -556,8 +536,7 @@ static void test_pipe(void)
 // ---------------------------------------------------------------------------
 // spawn
 
-static void test_spawn_errors(void)
-{
+static void test_spawn_errors(void) {
   section("spawn with bad arguments");
   static const char *const echo_argv[] = {"echo", "usertests: spawn went ahead", NULL};
   // Warm up: the first spawn may set up things that stay (caches); the
@@ -627,8 +606,7 @@ static void test_spawn_errors(void)
 
 // The parent side of `usertests --argv ...`: the child checks the layout of
 // what it was given and returns argc * 100000 + the total string length.
-static void check_argv_child(const char *name, const char *const argv[])
-{
+static void check_argv_child(const char *name, const char *const argv[]) {
   int argc = 0;
   long total = 0;
   for (; argv[argc]; argc++)
@@ -636,8 +614,7 @@ static void check_argv_child(const char *name, const char *const argv[])
   check(name, run_child(name, argv, -1), argc * 100000L + total);
 }
 
-static void test_spawn(void)
-{
+static void test_spawn(void) {
   section("spawn, argv and exit status");
   static const char *const a1[] = {"usertests", "--argv", NULL};
   check_argv_child("spawn-argv-simple", a1);
@@ -687,8 +664,7 @@ static void test_spawn(void)
 // ---------------------------------------------------------------------------
 // wait
 
-static void test_wait(void)
-{
+static void test_wait(void) {
   section("wait");
   int st = 0;
   check("wait-no-children", wait(-1, &st), -ECHILD);
@@ -757,8 +733,7 @@ static void test_wait(void)
 
 // Spawns `argv`, gives it time to get going (and block, if that is what it
 // does), kills it, and checks that it ends with status -1 promptly.
-static void kill_and_reap(const char *name, const char *prog, const char *const argv[])
-{
+static void kill_and_reap(const char *name, const char *prog, const char *const argv[]) {
   int pid = spawn(prog, argv);
   if (!check_true(NAME("%s-spawn", name), pid > 0, pid, "a pid > 0"))
     return;
@@ -774,8 +749,7 @@ static void kill_and_reap(const char *name, const char *prog, const char *const 
   check(NAME("%s-kill-after-reaped", name), kill(pid), -ESRCH);
 }
 
-static void test_kill(void)
-{
+static void test_kill(void) {
   section("kill");
   check("kill-nonexistent", kill(99999), -ESRCH);
   check("kill-pid-0", kill(0), -ESRCH);
@@ -818,8 +792,7 @@ static void test_kill(void)
 // Faults: the faulting process dies with status -1, the kernel and everybody
 // else carry on, and everything it had is freed.
 
-static void test_faults(void)
-{
+static void test_faults(void) {
   section("faulting processes");
   static const char *const kinds[] = {"load0",      "store_kernel", "illegal", "stack_overflow",
                                       "jump_kernel", "misaligned_pc"};
@@ -837,8 +810,7 @@ static void test_faults(void)
 // ---------------------------------------------------------------------------
 // malloc (the user library, on top of brk)
 
-static void test_malloc(void)
-{
+static void test_malloc(void) {
   section("malloc");
   char *p = malloc(100);
   check_true("malloc-100", p != NULL && ((uintptr_t)p & 15) == 0, (long)p,
@@ -893,8 +865,7 @@ static void test_malloc(void)
 // ---------------------------------------------------------------------------
 // Helper child modes
 
-static int child_argv(int argc, char *argv[], uintptr_t sp)
-{
+static int child_argv(int argc, char *argv[], uintptr_t sp) {
   // Negative results name what was wrong; the parent prints the value.
   if (sp % 16 != 0)
     return -101;
@@ -915,8 +886,7 @@ static int child_argv(int argc, char *argv[], uintptr_t sp)
   return argc * 100000 + (int)total;
 }
 
-static int child_main(int argc, char *argv[], uintptr_t sp)
-{
+static int child_main(int argc, char *argv[], uintptr_t sp) {
   const char *mode = argv[1];
   if (strcmp(mode, "--exit") == 0 && argc > 2)
     exit(atoi(argv[2]));
@@ -952,15 +922,13 @@ static int child_main(int argc, char *argv[], uintptr_t sp)
 // Touches the stack far below the current frame, so that every stack page
 // the checks will ever use is allocated before any counter is compared (a
 // kernel may allocate stack pages on first touch).
-static __attribute__((noinline)) void touch_stack(void)
-{
+static __attribute__((noinline)) void touch_stack(void) {
   volatile char deep[48 * 1024];
   for (size_t i = 0; i < sizeof deep; i += 512)
     deep[i] = 0;
 }
 
-int main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
   // In main, the frame pointer is the stack pointer _start was entered with.
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   if (argc > 1 && argv[1][0] == '-' && argv[1][1] == '-')

@@ -57,9 +57,7 @@ void exec_destroy(struct executor *ex) {
   ex->st.slots = 0;
 }
 
-cid_t co_cid(const struct co *c) {
-  return ((cid_t)c->gen << 32) | c->slot;
-}
+cid_t co_cid(const struct co *c) { return co_cid_inline(c); }
 
 // ---- ready queues and bitmap (caller holds the lock) ----
 

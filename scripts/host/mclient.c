@@ -72,8 +72,7 @@ static struct {
   int ramp;                    // handshakes outstanding at once during setup
 } opt = {"127.0.0.1", "6201", 16, 100, 5, 15, -1, -1, 0, NULL, NULL, 0, 0, 1, 2};
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
   fprintf(f,
     "usage: mclient [-H host=127.0.0.1] [-p port=6201] [-c conns=16] [-i interval_ms=100]\n"
     "               [-d duration_s=5] [-n size=15] [--prio P | --prio-mod K] [--base]\n"
@@ -93,8 +92,7 @@ static void usage(FILE *f)
     "                 when all are set up\n");
 }
 
-static int parse_num(const char *s, double lo, double hi, double *out)
-{
+static int parse_num(const char *s, double lo, double hi, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -104,8 +102,7 @@ static int parse_num(const char *s, double lo, double hi, double *out)
   return 0;
 }
 
-static void parse_options(int argc, char **argv)
-{
+static void parse_options(int argc, char **argv) {
   enum { O_PRIO = 256, O_PRIO_MOD, O_BASE, O_CSV, O_JSON, O_ALLOW, O_QUIET, O_SEED, O_RAMP, O_HELP };
   static const struct option longs[] = {
     {"prio", required_argument, NULL, O_PRIO},   {"prio-mod", required_argument, NULL, O_PRIO_MOD},
@@ -157,15 +154,13 @@ static void parse_options(int argc, char **argv)
 // ---------------------------------------------------------------------------
 // Time, randomness, complaints
 
-static int64_t now_us(void)
-{
+static int64_t now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static uint64_t rnd(uint64_t *s)   // xorshift64*
-{
+static uint64_t rnd(uint64_t *s) {   // xorshift64*
   *s ^= *s >> 12;
   *s ^= *s << 25;
   *s ^= *s >> 27;
@@ -173,8 +168,7 @@ static uint64_t rnd(uint64_t *s)   // xorshift64*
 }
 
 static int complaints;
-static __attribute__((format(printf, 1, 2))) void complain(const char *fmt, ...)
-{
+static __attribute__((format(printf, 1, 2))) void complain(const char *fmt, ...) {
   if (opt.quiet || complaints++ >= MAX_COMPLAINTS)
     return;
   va_list ap;
@@ -235,8 +229,7 @@ static int live;   // connections not C_DONE
 static int started, setting_up;   // connections started; of those, still connecting or in the handshake
 static int measuring;             // setup is over: t0 is set and requests go out
 
-static void *xmalloc(size_t n)
-{
+static void *xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
   if (!p) {
     fprintf(stderr, "mclient: out of memory\n");
@@ -245,8 +238,7 @@ static void *xmalloc(size_t n)
   return p;
 }
 
-static void set_events(struct conn *c, uint32_t ev)
-{
+static void set_events(struct conn *c, uint32_t ev) {
   if (c->events == ev)
     return;
   struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -257,8 +249,7 @@ static void set_events(struct conn *c, uint32_t ev)
   c->events = ev;
 }
 
-static void finish(struct conn *c)
-{
+static void finish(struct conn *c) {
   if (c->fd >= 0)
     close(c->fd);   // also removes it from the epoll set
   c->fd = -1;
@@ -271,8 +262,7 @@ static void setup_done_one(void);
 
 // The connection failed. Before the handshake completes that is "refused"
 // (with --allow-refused, or when it never connected at all); after, an error.
-static void fail(struct conn *c, const char *why)
-{
+static void fail(struct conn *c, const char *why) {
   int early = c->st == C_CONNECTING || c->st == C_HANDSHAKE;
   if (c->st == C_CLOSING) {
     finish(c);   // the run is over for it anyway
@@ -289,8 +279,7 @@ static void fail(struct conn *c, const char *why)
 }
 
 // Writes what is queued. Returns -1 if the connection failed (and is closed).
-static int flush_out(struct conn *c)
-{
+static int flush_out(struct conn *c) {
   while (c->out_off < c->out_len) {
     ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
     if (n > 0) {
@@ -312,8 +301,7 @@ static int flush_out(struct conn *c)
   return 0;
 }
 
-static void queue_out(struct conn *c, const char *s, size_t n)
-{
+static void queue_out(struct conn *c, const char *s, size_t n) {
   // Only one message is ever in flight per connection, so this fits.
   if (c->out_len + n > c->out_cap) {
     fprintf(stderr, "mclient: internal error: output buffer\n");
@@ -327,8 +315,7 @@ static void start_connect(struct conn *c);
 
 // Setup (see the top): open more connections while fewer than opt.ramp are
 // being set up; when all are set up, start the measurement.
-static void ramp(void)
-{
+static void ramp(void) {
   while (started < opt.conns && setting_up < opt.ramp) {
     setting_up++;
     start_connect(&conns[started++]);
@@ -345,14 +332,12 @@ static void ramp(void)
   }
 }
 
-static void setup_done_one(void)
-{
+static void setup_done_one(void) {
   setting_up--;
   ramp();
 }
 
-static void start_connect(struct conn *c)
-{
+static void start_connect(struct conn *c) {
   c->deadline = now_us() + ANSWER_TIMEOUT_US;
   c->fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c->fd < 0) {
@@ -373,8 +358,7 @@ static void start_connect(struct conn *c)
   // Connected or in progress: EPOLLOUT reports the outcome either way.
 }
 
-static void connected(struct conn *c)
-{
+static void connected(struct conn *c) {
   char hs[64];
   int len;
   if (opt.base)
@@ -389,8 +373,7 @@ static void connected(struct conn *c)
 }
 
 // The request's values, formatted "v v ... v" (values are 0..99).
-static size_t format_request(const int64_t *a, int n, int framed, char *out)
-{
+static size_t format_request(const int64_t *a, int n, int framed, char *out) {
   size_t len = 0;
   for (int i = 0; i < n * n; i++) {
     if (i)
@@ -405,8 +388,7 @@ static size_t format_request(const int64_t *a, int n, int framed, char *out)
 }
 
 // Sends the next request (it is due: its grid slot has come).
-static void send_request(struct conn *c)
-{
+static void send_request(struct conn *c) {
   int nn = opt.n * opt.n;
   for (int i = 0; i < nn; i++)
     c->a[i] = (int64_t)(rnd(&c->rng) % 100);
@@ -437,8 +419,7 @@ static void send_request(struct conn *c)
 }
 
 // The outstanding request's answer is complete.
-static void answered(struct conn *c, int64_t t, int ok)
-{
+static void answered(struct conn *c, int64_t t, int ok) {
   struct req *r = &records[c->cur];
   r->done_us = t - t0;
   r->ok = ok;
@@ -462,8 +443,7 @@ static void answered(struct conn *c, int64_t t, int ok)
   c->next_send = next;
 }
 
-static void begin_close(struct conn *c)
-{
+static void begin_close(struct conn *c) {
   static const char bye[] = "close connection\n";
   c->st = C_CLOSING;
   c->deadline = now_us() + CLOSE_TIMEOUT_US;
@@ -474,8 +454,7 @@ static void begin_close(struct conn *c)
 }
 
 // Verifies a framed answer line s[0, len) (without its '\n').
-static int check_line(struct conn *c, const char *s, size_t len)
-{
+static int check_line(struct conn *c, const char *s, size_t len) {
   int nn = opt.n * opt.n;
   if (len >= 6 && memcmp(s, "error:", 6) == 0) {
     complain("connection %d: server answered '%.*s'", c->idx, (int)(len > 80 ? 80 : len), s);
@@ -494,8 +473,7 @@ enum base_verdict { B_WAIT, B_OK, B_WRONG };
 // Base protocol: the answer has no terminator, so it is complete when it
 // parses to n*n numbers. The last one may still be growing: if it is a proper
 // prefix of the expected value (and nothing follows it), wait for more.
-static enum base_verdict check_base(struct conn *c)
-{
+static enum base_verdict check_base(struct conn *c) {
   int nn = opt.n * opt.n, count = 0, bad_before_last = 0;
   const char *s = c->in, *end = c->in + c->in_len;
   const char *last = NULL;
@@ -539,8 +517,7 @@ static enum base_verdict check_base(struct conn *c)
 }
 
 // Consumes what has arrived. Returns -1 if the connection is gone.
-static int process_input(struct conn *c, int64_t t)
-{
+static int process_input(struct conn *c, int64_t t) {
   static const char ok[] = "connect ok";
   switch (c->st) {
   case C_HANDSHAKE:
@@ -616,8 +593,7 @@ static int process_input(struct conn *c, int64_t t)
   }
 }
 
-static void on_readable(struct conn *c)
-{
+static void on_readable(struct conn *c) {
   for (;;) {
     if (c->in_len == c->in_cap) {
       if (c->st == C_BUSY) {
@@ -657,8 +633,7 @@ static void on_readable(struct conn *c)
   }
 }
 
-static void on_event(struct conn *c, uint32_t ev)
-{
+static void on_event(struct conn *c, uint32_t ev) {
   if (c->st == C_CONNECTING) {
     int err = 0;
     socklen_t len = sizeof err;
@@ -687,8 +662,7 @@ static void on_event(struct conn *c, uint32_t ev)
 
 // Timers: deadlines, scheduled requests, the end of the run. Returns the time
 // of the next timer.
-static int64_t run_timers(int64_t t)
-{
+static int64_t run_timers(int64_t t) {
   int64_t next = t + 1000000;
   for (int i = 0; i < opt.conns; i++) {
     struct conn *c = &conns[i];
@@ -729,14 +703,12 @@ struct stats {
   double mean, cmean;
 };
 
-static int cmp64(const void *a, const void *b)
-{
+static int cmp64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
 }
 
-static int64_t pct(const int64_t *v, size_t n, double p)   // nearest rank
-{
+static int64_t pct(const int64_t *v, size_t n, double p) {   // nearest rank
   if (n == 0)
     return 0;
   size_t r = (size_t)ceil(p / 100.0 * (double)n);
@@ -744,8 +716,7 @@ static int64_t pct(const int64_t *v, size_t n, double p)   // nearest rank
 }
 
 // Statistics of the answered requests of priority prio (any when all).
-static struct stats compute(int all, int prio, int64_t *first, int64_t *done)
-{
+static struct stats compute(int all, int prio, int64_t *first, int64_t *done) {
   struct stats s = {0};
   size_t n = 0;
   double sum = 0, csum = 0;
@@ -771,8 +742,7 @@ static struct stats compute(int all, int prio, int64_t *first, int64_t *done)
   return s;
 }
 
-static void json_stats(FILE *f, const struct stats *s, double elapsed)
-{
+static void json_stats(FILE *f, const struct stats *s, double elapsed) {
   fprintf(f, "\"answered\": %ld, \"rps\": %.1f, "
           "\"p50_us\": %lld, \"p90_us\": %lld, \"p99_us\": %lld, \"max_us\": %lld, \"mean_us\": %.1f, "
           "\"complete_p50_us\": %lld, \"complete_p90_us\": %lld, \"complete_p99_us\": %lld, "
@@ -782,8 +752,7 @@ static void json_stats(FILE *f, const struct stats *s, double elapsed)
           (long long)s->cp99, (long long)s->cmax, s->cmean);
 }
 
-static int write_csv(const char *path)
-{
+static int write_csv(const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "mclient: %s: %s\n", path, strerror(errno));
@@ -805,8 +774,7 @@ static int write_csv(const char *path)
 // ---------------------------------------------------------------------------
 // Setup
 
-static void resolve(void)
-{
+static void resolve(void) {
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
   int r = getaddrinfo(opt.host, opt.port, &hints, &res);
   if (r != 0) {
@@ -820,8 +788,7 @@ static void resolve(void)
 
 // One descriptor per connection plus a few: raise the soft limit (and the hard
 // one, which only works with privileges) when conns needs it.
-static void raise_nofile(void)
-{
+static void raise_nofile(void) {
   struct rlimit rl;
   rlim_t need = (rlim_t)opt.conns + 32;
   if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
@@ -837,14 +804,12 @@ static void raise_nofile(void)
   setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-static void on_signal(int sig)
-{
+static void on_signal(int sig) {
   (void)sig;
   interrupted = 1;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   parse_options(argc, argv);
   resolve();
   raise_nofile();

@@ -59,15 +59,13 @@ static struct sconn *all;        // every connection, for the stall timer
 static volatile sig_atomic_t stop;
 static long n_conns, n_requests, n_errors;
 
-static int64_t now_ms(void)
-{
+static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void set_events(struct sconn *c, uint32_t ev)
-{
+static void set_events(struct sconn *c, uint32_t ev) {
   if (c->events == ev)
     return;
   struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -79,8 +77,7 @@ static void set_events(struct sconn *c, uint32_t ev)
 // Closes a connection. Its memory is freed after the current batch of epoll
 // events (free_dropped), which may still name it: those events see c->dead.
 static struct sconn *dropped;
-static void drop(struct sconn *c)
-{
+static void drop(struct sconn *c) {
   close(c->fd);
   c->dead = 1;
   if (c->prev)
@@ -93,8 +90,7 @@ static void drop(struct sconn *c)
   dropped = c;
 }
 
-static void free_dropped(void)
-{
+static void free_dropped(void) {
   while (dropped) {
     struct sconn *c = dropped;
     dropped = c->next;
@@ -108,8 +104,7 @@ static void free_dropped(void)
 
 // Reading is paused while a lot of output is queued (a client that sends
 // without reading must not make us buffer without bound) and after the end.
-static void update_events(struct sconn *c)
-{
+static void update_events(struct sconn *c) {
   size_t pending = c->out_len - c->out_off;
   uint32_t ev = 0;
   if (!c->closing && pending < OUT_HIGH)
@@ -120,8 +115,7 @@ static void update_events(struct sconn *c)
 }
 
 // Writes queued output. Returns -1 if the connection was dropped.
-static int flush(struct sconn *c)
-{
+static int flush(struct sconn *c) {
   while (c->out_off < c->out_len) {
     ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
     if (n > 0)
@@ -146,8 +140,7 @@ static int flush(struct sconn *c)
   return 0;
 }
 
-static void queue(struct sconn *c, const char *s, size_t n)
-{
+static void queue(struct sconn *c, const char *s, size_t n) {
   if (c->out_off > 0 && c->out_off == c->out_len)
     c->out_off = c->out_len = 0;
   if (c->out_len + n > c->out_cap) {
@@ -170,8 +163,7 @@ static void queue(struct sconn *c, const char *s, size_t n)
   c->out_len += n;
 }
 
-static void answer(struct sconn *c, const struct mp_msg *m)
-{
+static void answer(struct sconn *c, const struct mp_msg *m) {
   size_t len = 0, cap = MP_ANSWER_BYTES(opt.max_n);
   switch (m->kind) {
   case MP_HANDSHAKE:
@@ -201,15 +193,13 @@ static void answer(struct sconn *c, const struct mp_msg *m)
 }
 
 // Answers every complete message. more_pending: the socket may hold more.
-static void process(struct sconn *c, int more_pending)
-{
+static void process(struct sconn *c, int more_pending) {
   struct mp_msg m;
   while (!c->closing && mp_next(&c->p, more_pending, &m) != MP_NEED_MORE)
     answer(c, &m);
 }
 
-static void on_readable(struct sconn *c)
-{
+static void on_readable(struct sconn *c) {
   char tmp[16384];
   int unsure = 0;   // the last read filled its buffer: the socket may be empty now
   for (int i = 0; i < READS_PER_EVENT && !c->closing; i++) {
@@ -248,8 +238,7 @@ static void on_readable(struct sconn *c)
   flush(c);
 }
 
-static void on_accept(void)
-{
+static void on_accept(void) {
   for (;;) {
     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -297,8 +286,7 @@ static void on_accept(void)
 
 // Connections quiet for stall_ms with a message half received get
 // "incomplete request" (or whatever mp_stall says) and stay open.
-static void check_stalls(void)
-{
+static void check_stalls(void) {
   int64_t t = now_ms();
   struct sconn *next;
   for (struct sconn *c = all; c; c = next) {
@@ -313,21 +301,18 @@ static void check_stalls(void)
   }
 }
 
-static void on_signal(int sig)
-{
+static void on_signal(int sig) {
   (void)sig;
   stop = 1;
 }
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
   fprintf(f, "usage: mserver [-H addr=127.0.0.1] [-p port=6201, 0 = any] [--max-n N=%d (1..%d)]\n"
              "               [--stall-ms MS=2000] [--quiet]\n",
           MP_MAX_N_DEFAULT, MP_MAX_N_LIMIT);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   enum { O_MAXN = 256, O_STALL, O_QUIET, O_CORRUPT };
   static const struct option longs[] = {
     {"max-n", required_argument, NULL, O_MAXN}, {"stall-ms", required_argument, NULL, O_STALL},

@@ -28,9 +28,7 @@ static void check_note_eq_(const char *file, int line, const char *a, long long 
 
 // Inside a loop of checks: append where the current test failed (say
 // " [iteration 7]") to its reason. Does nothing while the test has not failed.
-static __attribute__((unused, format(printf, 1, 2))) void
-check_context(const char *fmt, ...)
-{
+static __attribute__((unused, format(printf, 1, 2))) void check_context(const char *fmt, ...) {
   size_t n = strlen(check_why_);
   va_list ap;
 

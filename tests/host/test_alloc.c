@@ -157,7 +157,7 @@ static void test_single_pages(void) {
 
 struct run { char *p; size_t n; uint64_t seed; };
 
-static void test_runs(void) {
+static void test_page_runs_disjoint_and_coalesce(void) {
   setup();
   struct palloc_stats base = pstats();
   enum { NR = 400 };
@@ -479,7 +479,7 @@ static void test_kmalloc_random(void) {
   free(s);
 }
 
-static void test_bytes_per_48(void) {
+static void test_48_byte_objects_pack_85_per_page(void) {
   setup();
   enum { N = 100000 };
   void **p = malloc(N * sizeof *p);
@@ -601,7 +601,7 @@ static void *stress(void *arg) {
   return (void *)bad;
 }
 
-static void test_threads(void) {
+static void test_threads_neither_corrupt_nor_leak(void) {
   setup();
   struct palloc_stats pbase = pstats();
   pthread_t t[NTHREADS];
@@ -633,15 +633,15 @@ CHECK_MAIN_BEGIN("test_alloc")
   if (!arena) { printf("FAIL test_alloc/setup: no arena\n"); return 1; }
   RUN_TEST(test_init_counts);
   RUN_TEST(test_single_pages);
-  RUN_TEST(test_runs);
+  RUN_TEST(test_page_runs_disjoint_and_coalesce);
   RUN_TEST(test_palloc_zero_and_tags);
   RUN_TEST(test_odd_range);
   RUN_TEST(test_pfree_misuse);
   RUN_TEST(test_kmalloc_every_size);
   RUN_TEST(test_kzalloc_and_slab_return);
   RUN_TEST(test_kmalloc_random);
-  RUN_TEST(test_bytes_per_48);
+  RUN_TEST(test_48_byte_objects_pack_85_per_page);
   RUN_TEST(test_kfree_misuse);
-  RUN_TEST(test_threads);
+  RUN_TEST(test_threads_neither_corrupt_nor_leak);
   free(arena);
 CHECK_MAIN_END

@@ -63,9 +63,7 @@ typedef unsigned __int128 u128;
 #define PT_RISCV_ATTRIBUTES 0x70000003
 
 // Program header i of img (the caller knows the table is in range).
-static uint8_t *
-ph(uint8_t *img, uint64_t i)
-{
+static uint8_t *ph(uint8_t *img, uint64_t i) {
   return img + GET(img, E_PHOFF) + i * 56;
 }
 
@@ -75,9 +73,7 @@ ph(uint8_t *img, uint64_t i)
 
 // The PT_LOAD entries of img as elf.h describes them, without any checks.
 // Only call it on images whose program-header table is in range.
-static void
-ref_loads(const uint8_t *img, struct elf_info *r)
-{
+static void ref_loads(const uint8_t *img, struct elf_info *r) {
   uint64_t phnum = GET(img, E_PHNUM);
   memset(r, 0, sizeof *r);
   r->entry = GET(img, E_ENTRY);
@@ -102,9 +98,7 @@ ref_loads(const uint8_t *img, struct elf_info *r)
 }
 
 // Is the program-header table of img[0..len) readable at all?
-static bool
-ref_table_ok(const uint8_t *img, size_t len)
-{
+static bool ref_table_ok(const uint8_t *img, size_t len) {
   if (len < 64)
     return false;
   return GET(img, E_PHENTSIZE) == 56 && GET(img, E_PHNUM) != 0xffff &&
@@ -112,9 +106,7 @@ ref_table_ok(const uint8_t *img, size_t len)
 }
 
 // The verdict elf_parse must give, decided from the rules in elf.h.
-static int
-ref_verdict(const uint8_t *img, size_t len)
-{
+static int ref_verdict(const uint8_t *img, size_t len) {
   struct elf_info r;
 
   if (!ref_table_ok(img, len))
@@ -158,9 +150,7 @@ ref_verdict(const uint8_t *img, size_t len)
 }
 
 // Every promise elf.h makes about an accepted image, checked on the result.
-static void
-check_invariants(const struct elf_info *info, size_t len)
-{
+static void check_invariants(const struct elf_info *info, size_t len) {
   uint64_t end = 0;
   bool entry_found = false;
 
@@ -192,9 +182,7 @@ check_invariants(const struct elf_info *info, size_t len)
 }
 
 // The result equals what the reference reader finds in img.
-static void
-check_matches_ref(const uint8_t *img, const struct elf_info *info)
-{
+static void check_matches_ref(const uint8_t *img, const struct elf_info *info) {
   struct elf_info r;
 
   ref_loads(img, &r);
@@ -210,9 +198,7 @@ check_matches_ref(const uint8_t *img, const struct elf_info *info)
   }
 }
 
-static bool
-info_is_zero(const struct elf_info *info)
-{
+static bool info_is_zero(const struct elf_info *info) {
   static const struct elf_info zero;
   return memcmp(info, &zero, sizeof zero) == 0;
 }
@@ -237,9 +223,7 @@ struct image {
 };
 
 // Parse a copy of img[0..len) that is exactly len bytes long.
-static int
-parse_exact(const uint8_t *img, size_t len, struct elf_info *info)
-{
+static int parse_exact(const uint8_t *img, size_t len, struct elf_info *info) {
   uint8_t *p = dup_exact(img, len, len);
   memset(info, 0xa5, sizeof *info);
   int r = elf_parse(p, len, info);
@@ -248,9 +232,7 @@ parse_exact(const uint8_t *img, size_t len, struct elf_info *info)
 }
 
 // img must be accepted, agree with the reference, and keep the invariants.
-static void
-expect_accept_(const uint8_t *img, size_t len, int line, const char *what)
-{
+static void expect_accept_(const uint8_t *img, size_t len, int line, const char *what) {
   struct elf_info info;
   int r = parse_exact(img, len, &info);
 
@@ -266,9 +248,7 @@ expect_accept_(const uint8_t *img, size_t len, int line, const char *what)
 }
 
 // img must be refused, by elf_parse and by the reference, leaving a zeroed result.
-static void
-expect_reject_(const uint8_t *img, size_t len, int line, const char *what)
-{
+static void expect_reject_(const uint8_t *img, size_t len, int line, const char *what) {
   struct elf_info info;
   int r = parse_exact(img, len, &info);
   int ref = ref_verdict(img, len);
@@ -304,9 +284,7 @@ expect_reject_(const uint8_t *img, size_t len, int line, const char *what)
 
 static char tmpdir[256];
 
-static bool
-readelf(const char *path, struct readelf_view *v)
-{
+static bool readelf(const char *path, struct readelf_view *v) {
   char out[320], line[512];
   char *argv[] = { "riscv64-unknown-elf-readelf", "-lhW", (char *)path, NULL };
   FILE *fp;
@@ -362,9 +340,7 @@ static const struct { const char *name, *src, *ldflag; } icfg[I_N] = {
 static struct image images[I_N];
 static char iwhy[I_N][512];
 
-static struct image *
-compiled(int i)
-{
+static struct image *compiled(int i) {
   char src[300], exe[300];
   FILE *fp;
 
@@ -400,9 +376,7 @@ compiled(int i)
 
 // Index (in the program-header table) of the first PT_LOAD with or without
 // the given flag.
-static uint64_t
-load_with(uint8_t *img, uint32_t flag, bool set)
-{
+static uint64_t load_with(uint8_t *img, uint32_t flag, bool set) {
   for (uint64_t i = 0; i < GET(img, E_PHNUM); i++)
     if (GET(ph(img, i), P_TYPE) == PT_LOAD && ((GET(ph(img, i), P_FLAGS) & flag) != 0) == set)
       return i;
@@ -416,9 +390,7 @@ load_with(uint8_t *img, uint32_t flag, bool set)
 
 // The compiled programs are accepted and described exactly as the reference
 // reader and readelf describe them.
-static void
-check_compiled_accepted(int i)
-{
+static void check_compiled_accepted(int i) {
   struct elf_info info;
   NEED_IMAGE(img, i);
   const struct readelf_view *v = &img->re;
@@ -438,9 +410,7 @@ check_compiled_accepted(int i)
   }
 }
 
-static void
-test_full_program(void)
-{
+static void test_full_program(void) {
   NEED_IMAGE(img, I_FULL);
   check_compiled_accepted(I_FULL);
   // The shape the mutation tests rely on: text R+X, data R+W with bss.
@@ -458,9 +428,7 @@ static void test_tiny_program(void) { check_compiled_accepted(I_TINY); }
 static void test_text_at_0x11000(void) { check_compiled_accepted(I_TTEXT11); }
 
 // The image needs no alignment: the same answer at an odd address.
-static void
-test_unaligned_image(void)
-{
+static void test_unaligned_image(void) {
   struct elf_info a, b;
   NEED_IMAGE(img, I_FULL);
 
@@ -477,9 +445,7 @@ test_unaligned_image(void)
 }
 
 // Linked with -Ttext=0x10000, the headers' page lands below USER_BASE.
-static void
-test_ttext_below_user_base(void)
-{
+static void test_ttext_below_user_base(void) {
   struct elf_info r;
   NEED_IMAGE(img, I_TTEXT);
 
@@ -489,9 +455,7 @@ test_ttext_below_user_base(void)
 }
 
 // Linked with -N: text and data share one RWX segment.
-static void
-test_rwx_program(void)
-{
+static void test_rwx_program(void) {
   struct elf_info r;
   NEED_IMAGE(img, I_RWX);
 
@@ -504,9 +468,7 @@ test_rwx_program(void)
 }
 
 // The identification and fixed header fields, one at a time.
-static void
-test_bad_header(void)
-{
+static void test_bad_header(void) {
   NEED_IMAGE(b, I_FULL);
 
   for (int k = 0; k < 4; k++) {
@@ -536,9 +498,7 @@ test_bad_header(void)
 }
 
 // The program-header table: size of an entry, position, count.
-static void
-test_bad_phdr_table(void)
-{
+static void test_bad_phdr_table(void) {
   NEED_IMAGE(b, I_FULL);
   uint64_t phnum = GET(b->p, E_PHNUM), phoff = GET(b->p, E_PHOFF);
 
@@ -574,9 +534,7 @@ test_bad_phdr_table(void)
 }
 
 // Each PT_LOAD rule, on the compiled program's text (t) and data (d) segments.
-static void
-test_bad_segments(void)
-{
+static void test_bad_segments(void) {
   NEED_IMAGE(b, I_FULL);
   uint64_t t = load_with(b->p, ELF_X, true), d = load_with(b->p, ELF_W, true);
   uint64_t tvaddr = GET(ph(b->p, t), P_VADDR), dvaddr = GET(ph(b->p, d), P_VADDR);
@@ -647,9 +605,7 @@ test_bad_segments(void)
 }
 
 // The entry point must lie in an executable segment.
-static void
-test_bad_entry(void)
-{
+static void test_bad_entry(void) {
   NEED_IMAGE(b, I_FULL);
   uint64_t t = load_with(b->p, ELF_X, true), d = load_with(b->p, ELF_W, true);
   uint64_t tvaddr = GET(ph(b->p, t), P_VADDR), tmemsz = GET(ph(b->p, t), P_MEMSZ);
@@ -675,9 +631,7 @@ struct hseg {
 
 // An executable with these program headers, right after the ELF header; the
 // file bytes of segment i start on a fresh page at vaddr % PAGE.
-static struct image
-build(const struct hseg *s, int n, uint64_t entry)
-{
+static struct image build(const struct hseg *s, int n, uint64_t entry) {
   uint64_t off = 64 + 56 * (uint64_t)n, offs[32];
   struct image img;
 
@@ -719,9 +673,7 @@ build(const struct hseg *s, int n, uint64_t entry)
 #define RW (ELF_R | ELF_W)
 
 // k segments, one per page pair, the first executable.
-static struct image
-build_many(int k, int extra_other)
-{
+static struct image build_many(int k, int extra_other) {
   struct hseg s[32];
   int n = 0;
   for (int i = 0; i < k; i++)
@@ -738,9 +690,7 @@ build_many(int k, int extra_other)
 // PN_XNUM (0xffff) means "the real count is in section header 0", which a
 // loader that reads no section headers cannot honour: refused, even though
 // 0xffff entries (one PT_LOAD, the rest PT_NULL) would fit in the image.
-static void
-test_pn_xnum(void)
-{
+static void test_pn_xnum(void) {
   struct hseg one[] = { { PT_LOAD, RX, USER_BASE, 16, 16, PAGE } };
   struct image img = build(one, 1, USER_BASE);
   uint64_t table = 64 + 0xffffULL * 56, data = (table + PAGE - 1) / PAGE * PAGE;
@@ -761,9 +711,7 @@ test_pn_xnum(void)
   free(img.p);
 }
 
-static void
-test_segment_count(void)
-{
+static void test_segment_count(void) {
   for (int k = 1; k <= ELF_MAX_SEGS + 2; k++) {
     for (int other = 0; other < 2; other++) {
       struct image img = build_many(k, other);
@@ -776,9 +724,7 @@ test_segment_count(void)
   }
 }
 
-static void
-test_handbuilt_layouts(void)
-{
+static void test_handbuilt_layouts(void) {
   struct image img;
   const uint64_t B = USER_BASE;
 
@@ -827,9 +773,7 @@ test_handbuilt_layouts(void)
 
 // Truncation at every length: accepted exactly when every byte the parser
 // needs (header, program headers, segment file bytes) is still there.
-static void
-truncate_all(const struct image *img)
-{
+static void truncate_all(const struct image *img) {
   uint64_t need = 64, phoff = GET(img->p, E_PHOFF), phnum = GET(img->p, E_PHNUM);
   struct elf_info r;
 
@@ -856,9 +800,7 @@ truncate_all(const struct image *img)
   }
 }
 
-static void
-test_truncated(void)
-{
+static void test_truncated(void) {
   NEED_IMAGE(full, I_FULL);
   NEED_IMAGE(tiny, I_TINY);
   truncate_all(full);
@@ -877,9 +819,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static uint64_t rnd(void) { return xorshift64(&rng); }
 
 // Values that sit on the edges of the rules.
-static uint64_t
-interesting(size_t len)
-{
+static uint64_t interesting(size_t len) {
   static const uint64_t v[] = { 0, 1, 8, 55, 56, 64, PAGE - 1, PAGE, USER_BASE, USER_BASE - 1,
                                 USER_HEAP_MAX, USER_HEAP_MAX - 1, USER_HEAP_MAX - PAGE,
                                 UINT64_MAX, UINT64_MAX - PAGE + 1, 1ULL << 63, 0xffff };
@@ -892,9 +832,7 @@ interesting(size_t len)
   return v[k];
 }
 
-static void
-fuzz(const struct image *img, int iters, int maxflips)
-{
+static void fuzz(const struct image *img, int iters, int maxflips) {
   // Most flips land in the headers, where the decisions are.
   uint64_t hot = GET(img->p, E_PHOFF) + GET(img->p, E_PHNUM) * 56;
   int accepted = 0, rejected = 0;
@@ -933,9 +871,7 @@ fuzz(const struct image *img, int iters, int maxflips)
   CHECK(rejected > iters / 50);
 }
 
-static void
-test_fuzz(void)
-{
+static void test_fuzz(void) {
   NEED_IMAGE(full, I_FULL);
   NEED_IMAGE(tiny, I_TINY);
   fuzz(full, 6000, 1);

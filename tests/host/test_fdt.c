@@ -30,17 +30,13 @@
 // A copy of src (srclen bytes) in a buffer of exactly newsize bytes (at least
 // 8, the magic and totalsize the parser must read to learn the size), the
 // tail zero-filled if newsize is larger.
-static uint8_t *
-copy_sized(const uint8_t *src, size_t srclen, size_t newsize)
-{
+static uint8_t *copy_sized(const uint8_t *src, size_t srclen, size_t newsize) {
   return dup_exact(src, srclen, newsize < 8 ? 8 : newsize);
 }
 
 // Copy of a blob with header word `field` (byte offset) set to v and the
 // buffer sized to the resulting totalsize.
-static uint8_t *
-with_header(const uint8_t *src, size_t size, int field, uint32_t v)
-{
+static uint8_t *with_header(const uint8_t *src, size_t size, int field, uint32_t v) {
   uint8_t *tmp = copy_sized(src, size, size), *p;
   put_be32(tmp + field, v);
   p = copy_sized(tmp, size, get_be32(tmp + 4));
@@ -71,9 +67,7 @@ static char qwhy[Q_N][512];
 
 // Run QEMU to dump its device tree for configuration i. -append needs a
 // -kernel, so that case loads a dummy 64-byte image (never executed).
-static struct blob
-qemu_dtb(int i)
-{
+static struct blob qemu_dtb(int i) {
   char path[300], machine[400], smp[16], kernel[300];
   char *argv[20];
   int a = 0, rc;
@@ -133,9 +127,7 @@ qemu_dtb(int i)
     snprintf(check_why_, sizeof check_why_, "%s", qwhy[i]); return; }
 
 // Everything QEMU 7.2's virt machine puts in its tree.
-static void
-check_qemu_board(int i)
-{
+static void check_qemu_board(int i) {
   struct board b;
   char err[128];
   int smp = qcfg[i].smp;
@@ -180,9 +172,7 @@ static void test_qemu_smp8_2g(void) { check_qemu_board(Q_SMP8); }
 static void test_qemu_bootargs(void) { check_qemu_board(Q_ARGS); }
 
 // The generic reader on a real tree.
-static void
-test_fdt_api_qemu(void)
-{
+static void test_fdt_api_qemu(void) {
   struct fdt f;
   struct fdt_prop p;
   const char *s;
@@ -328,18 +318,14 @@ struct bld {
   int nrsv;
 };
 
-static void
-st32(struct bld *b, uint32_t v)
-{
+static void st32(struct bld *b, uint32_t v) {
   if (b->n + 4 > sizeof b->st)
     abort();
   put_be32(b->st + b->n, v);
   b->n += 4;
 }
 
-static void
-st_bytes(struct bld *b, const void *p, size_t len)
-{
+static void st_bytes(struct bld *b, const void *p, size_t len) {
   if (b->n + len + 4 > sizeof b->st)
     abort();
   if (len)
@@ -349,9 +335,7 @@ st_bytes(struct bld *b, const void *p, size_t len)
     b->st[b->n++] = 0;
 }
 
-static uint32_t
-str_off(struct bld *b, const char *name)
-{
+static uint32_t str_off(struct bld *b, const char *name) {
   size_t off, len = strlen(name) + 1;
 
   for (off = 0; off < b->ns; off += strlen(b->str + off) + 1)
@@ -367,9 +351,7 @@ str_off(struct bld *b, const char *name)
 static void node(struct bld *b, const char *name) { st32(b, FDT_BEGIN_NODE); st_bytes(b, name, strlen(name) + 1); }
 static void end(struct bld *b) { st32(b, FDT_END_NODE); }
 
-static void
-prop(struct bld *b, const char *name, const void *val, size_t len)
-{
+static void prop(struct bld *b, const char *name, const void *val, size_t len) {
   st32(b, FDT_PROP);
   st32(b, (uint32_t)len);
   st32(b, str_off(b, name));
@@ -378,9 +360,7 @@ prop(struct bld *b, const char *name, const void *val, size_t len)
 
 static void prop_str(struct bld *b, const char *name, const char *s) { prop(b, name, s, strlen(s) + 1); }
 
-static void
-prop_cells(struct bld *b, const char *name, int n, ...)
-{
+static void prop_cells(struct bld *b, const char *name, int n, ...) {
   uint8_t v[256];
   va_list ap;
 
@@ -392,9 +372,7 @@ prop_cells(struct bld *b, const char *name, int n, ...)
 }
 
 // header | reservation map | structure block | strings block
-static struct blob
-finish(struct bld *b)
-{
+static struct blob finish(struct bld *b) {
   struct blob r;
   uint32_t off_rsv = 40, off_struct, off_strings;
 
@@ -444,10 +422,8 @@ struct opts {
 #define INTC_PH(h) (0x200u + (h))
 #define HART_ID(h) (100u + (h))
 
-static void
-cpu_node(struct bld *b, const char *name, uint32_t id, uint32_t intc_ph, const char *status,
-         const char *mmu, const char *isa, bool timebase)
-{
+static void cpu_node(struct bld *b, const char *name, uint32_t id, uint32_t intc_ph,
+                     const char *status, const char *mmu, const char *isa, bool timebase) {
   node(b, name);
   prop_str(b, "device_type", "cpu");
   prop_cells(b, "reg", 1, id);
@@ -470,17 +446,13 @@ cpu_node(struct bld *b, const char *name, uint32_t id, uint32_t intc_ph, const c
 }
 
 // Harts that must not count: disabled, no MMU, mmu-type none.
-static void
-unusable_cpus(struct bld *b)
-{
+static void unusable_cpus(struct bld *b) {
   cpu_node(b, "cpu@1f4", 500, 0x300, "disabled", "riscv,sv39", "rv64imac_sstc", false);
   cpu_node(b, "cpu@1f5", 501, 0x301, NULL, NULL, "rv64imac_sstc", false);
   cpu_node(b, "cpu@1f6", 502, 0x302, "okay", "riscv,none", "rv64imac_sstc", false);
 }
 
-static struct blob
-build_board(struct opts *o)
-{
+static struct blob build_board(struct opts *o) {
   static struct bld b;
   char name[64];
   uint8_t ie[4096];
@@ -628,9 +600,7 @@ build_board(struct opts *o)
   return finish(&b);
 }
 
-static void
-default_opts(struct opts *o)
-{
+static void default_opts(struct opts *o) {
   memset(o, 0, sizeof *o);
   o->ncpus = 10;
   o->nvirtio = 18;
@@ -638,9 +608,7 @@ default_opts(struct opts *o)
   o->bootargs = "console=ttyS0 quiet";
 }
 
-static void
-test_handbuilt_board(void)
-{
+static void test_handbuilt_board(void) {
   struct opts o;
   struct board b;
   char err[128];
@@ -678,9 +646,7 @@ test_handbuilt_board(void)
   free(t.p);
 }
 
-static void
-test_handbuilt_variants(void)
-{
+static void test_handbuilt_variants(void) {
   struct opts o;
   struct board b;
   char err[128];
@@ -751,9 +717,7 @@ test_handbuilt_variants(void)
 }
 
 // Each required piece missing gives -1 and says which.
-static void
-expect_fail(struct opts *o, const char *want)
-{
+static void expect_fail(struct opts *o, const char *want) {
   struct board b;
   char err[128];
   struct blob t = build_board(o);
@@ -766,9 +730,7 @@ expect_fail(struct opts *o, const char *want)
   free(t.p);
 }
 
-static void
-test_missing_pieces(void)
-{
+static void test_missing_pieces(void) {
   struct opts o;
 
   default_opts(&o); o.no_memory = true;
@@ -804,9 +766,7 @@ test_missing_pieces(void)
 }
 
 // The generic reader on the hand-built tree: 1/1 cells, reservations, lists.
-static void
-test_fdt_api_handbuilt(void)
-{
+static void test_fdt_api_handbuilt(void) {
   struct opts o;
   struct fdt f;
   struct fdt_prop p;
@@ -889,9 +849,7 @@ test_fdt_api_handbuilt(void)
 
 // An independent decoder (dtc) accepts what the test writer produces, so the
 // hand-built tests are testing against real DTBs.
-static void
-test_builder_matches_dtc(void)
-{
+static void test_builder_matches_dtc(void) {
   struct opts o;
   char path[300];
   FILE *fp;
@@ -915,16 +873,12 @@ test_builder_matches_dtc(void)
 // Malformed blobs.
 //
 
-static int
-parse(const uint8_t *p, char *err, size_t errlen)
-{
+static int parse(const uint8_t *p, char *err, size_t errlen) {
   struct board b;
   return board_parse(p, &b, err, errlen);
 }
 
-static void
-test_bad_header(void)
-{
+static void test_bad_header(void) {
   char err[128];
   uint8_t *p;
   NEED_QEMU(q, Q_SMP1);
@@ -990,9 +944,7 @@ test_bad_header(void)
 
 // Every totalsize from 0 up to the real one, with a buffer of exactly that
 // size: short ones fail, none reads past the end.
-static void
-truncate_sweep(const struct blob *q)
-{
+static void truncate_sweep(const struct blob *q) {
   char err[128];
   uint32_t need = get_be32(q->p + 8) + get_be32(q->p + 36);
   uint32_t send = get_be32(q->p + 12) + get_be32(q->p + 32);
@@ -1010,9 +962,7 @@ truncate_sweep(const struct blob *q)
   }
 }
 
-static void
-test_truncated(void)
-{
+static void test_truncated(void) {
   struct opts o;
   NEED_QEMU(q, Q_SMP1);
 
@@ -1024,9 +974,7 @@ test_truncated(void)
 }
 
 // Offset of the named property of the node at path, found with the reader.
-static int
-find_prop(const struct blob *q, const char *path, const char *name)
-{
+static int find_prop(const struct blob *q, const char *path, const char *name) {
   struct fdt f;
   struct fdt_prop p;
   int n, off;
@@ -1039,9 +987,7 @@ find_prop(const struct blob *q, const char *path, const char *name)
   return -1;
 }
 
-static void
-test_bad_struct(void)
-{
+static void test_bad_struct(void) {
   char err[128];
   uint8_t *p;
   int off;
@@ -1146,16 +1092,12 @@ test_bad_struct(void)
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;   // fixed seed: reproducible
 
-static uint32_t
-rnd(void)
-{
+static uint32_t rnd(void) {
   return (uint32_t)(xorshift64(&rng) >> 11);
 }
 
 // Whatever the parse said, it must be consistent.
-static void
-check_sane(int r, const struct board *b, const char *err, size_t errlen)
-{
+static void check_sane(int r, const struct board *b, const char *err, size_t errlen) {
   CHECK(r == 0 || r == -1);
   CHECK(memchr(err, '\0', errlen) != NULL);
   if (r != 0) {
@@ -1175,9 +1117,7 @@ check_sane(int r, const struct board *b, const char *err, size_t errlen)
 }
 
 // Drive every reader entry point over a (possibly corrupt but accepted) blob.
-static void
-walk_all(const uint8_t *blob)
-{
+static void walk_all(const uint8_t *blob) {
   struct fdt f;
   struct fdt_prop p;
   const char *s;
@@ -1213,9 +1153,7 @@ walk_all(const uint8_t *blob)
   fdt_path_offset(&f, "/cpus/cpu@0/interrupt-controller");
 }
 
-static void
-fuzz(const struct blob *q, int iters, int maxflips)
-{
+static void fuzz(const struct blob *q, int iters, int maxflips) {
   struct board b;
   char err[96];
 
@@ -1243,9 +1181,7 @@ fuzz(const struct blob *q, int iters, int maxflips)
   }
 }
 
-static void
-test_fuzz_qemu(void)
-{
+static void test_fuzz_qemu(void) {
   NEED_QEMU(q1, Q_SMP1);
   NEED_QEMU(q8, Q_SMP8);
   fuzz(&q1, 3000, 1);
@@ -1253,9 +1189,7 @@ test_fuzz_qemu(void)
   fuzz(&q8, 2000, 4);
 }
 
-static void
-test_fuzz_handbuilt(void)
-{
+static void test_fuzz_handbuilt(void) {
   struct opts o;
 
   default_opts(&o);

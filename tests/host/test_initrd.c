@@ -34,9 +34,7 @@ static char tmpdir[256];
 //
 
 // python3 scripts/mkinitrd.py OUT FILES... (NULL-terminated list).
-static int
-mkinitrd(const char *out, const char *const *files)
-{
+static int mkinitrd(const char *out, const char *const *files) {
   char *argv[32];
   int a = 0;
 
@@ -49,16 +47,12 @@ mkinitrd(const char *out, const char *const *files)
   return run_cmd(argv, NULL);
 }
 
-static bool
-exists(const char *path)
-{
+static bool exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
 }
 
-static void
-write_file(const char *path, const void *data, size_t n)
-{
+static void write_file(const char *path, const void *data, size_t n) {
   FILE *fp = fopen(path, "wb");
   if (fp == NULL || fwrite(data, 1, n, fp) != n) {
     fprintf(stderr, "test_initrd: cannot write %s\n", path);
@@ -68,9 +62,7 @@ write_file(const char *path, const void *data, size_t n)
 }
 
 // Forget the open archive before its buffer goes away.
-static void
-close_rd(void)
-{
+static void close_rd(void) {
   CHECK_EQ(initrd_open(NULL, 0), -EINVAL);
   CHECK_EQ(initrd_count(), 0);
 }
@@ -87,9 +79,7 @@ static uint8_t *contents[NFILES];
 static size_t sizes[NFILES];
 static char paths[NFILES][400];
 
-static void
-make_files(void)
-{
+static void make_files(void) {
   static const size_t want[NFILES] = { 13, 0, 4097, 13, 64 };
   uint32_t x = 12345;
 
@@ -113,9 +103,7 @@ make_files(void)
   }
 }
 
-static void
-remove_files(void)
-{
+static void remove_files(void) {
   char sub[300];
   for (int i = 0; i < NFILES; i++) {
     unlink(paths[i]);
@@ -134,9 +122,7 @@ struct blob {
 static struct blob good;
 static char good_why[300];
 
-static struct blob *
-good_archive(void)
-{
+static struct blob *good_archive(void) {
   char out[300];
   const char *files[NFILES + 1];
 
@@ -162,9 +148,7 @@ good_archive(void)
 //
 
 // The verdict initrd_open must give, decided from the rules in initrd.h.
-static int
-ref_verdict(const uint8_t *b, size_t len)
-{
+static int ref_verdict(const uint8_t *b, size_t len) {
   if (len < 16 || memcmp(b, "CORALRD1", 8) != 0 || get_le(b + 12, 4) != 0)
     return -EINVAL;
   uint64_t n = COUNT(b);
@@ -189,9 +173,7 @@ ref_verdict(const uint8_t *b, size_t len)
 
 // After a successful open of b[0..len): everything initrd.h promises, and
 // agreement with the reference decoding.
-static void
-check_open_archive(const uint8_t *b, size_t len)
-{
+static void check_open_archive(const uint8_t *b, size_t len) {
   uint64_t n = COUNT(b);
 
   CHECK_EQ(initrd_count(), n);
@@ -218,9 +200,7 @@ check_open_archive(const uint8_t *b, size_t len)
 //
 
 // The packer's output, decoded by hand, is exactly the documented format.
-static void
-test_format(void)
-{
+static void test_packer_output_is_the_documented_format(void) {
   NEED_GOOD(g);
   const uint8_t *b = g->p;
 
@@ -246,9 +226,7 @@ test_format(void)
     CHECK_EQ(b[k], 0);
 }
 
-static void
-test_find(void)
-{
+static void test_find_every_file_and_no_near_miss(void) {
   NEED_GOOD(g);
   uint8_t *b = dup_exact(g->p, g->len, g->len);
   const void *data;
@@ -285,9 +263,7 @@ test_find(void)
 }
 
 // Before any open, and after a failed one, the initrd is empty.
-static void
-test_empty_state(void)
-{
+static void test_empty_state(void) {
   NEED_GOOD(g);
   uint8_t *b = dup_exact(g->p, g->len, g->len);
   const void *data = NULL;
@@ -311,9 +287,7 @@ test_empty_state(void)
 }
 
 // The packer: an empty archive, determinism, and its refusals.
-static void
-test_mkinitrd(void)
-{
+static void test_mkinitrd(void) {
   char out[300], out2[300], tmp[320], dup1[400], dup2[400], d1[300], d2[300], longname[300];
   const char *none[] = { NULL };
   size_t len, len2;
@@ -425,9 +399,7 @@ test_mkinitrd(void)
     free(m); \
   } while (0)
 
-static void
-test_bad_header(void)
-{
+static void test_bad_header(void) {
   NEED_GOOD(g);
 
   ACCEPTS((void)0);
@@ -449,9 +421,7 @@ test_bad_header(void)
 }
 
 // Every entry rule, on every entry.
-static void
-test_bad_entries(void)
-{
+static void test_bad_entries(void) {
   NEED_GOOD(g);
   const uint64_t table_end = 16 + 48 * NFILES;
 
@@ -484,9 +454,7 @@ test_bad_entries(void)
 }
 
 // A hand-built archive of n empty files named f0, f1, ...: the count limit.
-static struct blob
-build_many(uint32_t n)
-{
+static struct blob build_many(uint32_t n) {
   struct blob b;
   uint64_t table_end = 16 + 48 * (uint64_t)n;
 
@@ -503,9 +471,7 @@ build_many(uint32_t n)
   return b;
 }
 
-static void
-test_many_files(void)
-{
+static void test_many_files(void) {
   struct blob b = build_many(INITRD_MAX_FILES);
 
   CHECK_EQ(initrd_open(b.p, b.len), 0);
@@ -524,9 +490,7 @@ test_many_files(void)
 
 // Truncation at every length: accepted exactly when the table and every
 // file's bytes are still there.
-static void
-test_truncated(void)
-{
+static void test_truncated(void) {
   NEED_GOOD(g);
   uint64_t need = 16 + 48 * COUNT(g->p);
 
@@ -551,9 +515,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dULL;
 
 static uint64_t rnd(void) { return xorshift64(&rng); }
 
-static void
-fuzz(const struct blob *g, int iters, int maxflips)
-{
+static void fuzz(const struct blob *g, int iters, int maxflips) {
   const uint64_t hot = 16 + 48 * COUNT(g->p);
   int accepted = 0, rejected = 0;
 
@@ -592,9 +554,7 @@ fuzz(const struct blob *g, int iters, int maxflips)
   CHECK(rejected > iters / 50);
 }
 
-static void
-test_fuzz(void)
-{
+static void test_fuzz(void) {
   NEED_GOOD(g);
   fuzz(g, 5000, 1);
   fuzz(g, 5000, 4);
@@ -605,8 +565,8 @@ CHECK_MAIN_BEGIN("test_initrd")
     return 1;
   make_files();
 
-  RUN_TEST(test_format);
-  RUN_TEST(test_find);
+  RUN_TEST(test_packer_output_is_the_documented_format);
+  RUN_TEST(test_find_every_file_and_no_near_miss);
   RUN_TEST(test_empty_state);
   RUN_TEST(test_mkinitrd);
   RUN_TEST(test_bad_header);

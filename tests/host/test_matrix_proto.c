@@ -27,8 +27,7 @@ struct fx {
   int max_n;
 };
 
-static void fx_init(struct fx *f, int max_n)
-{
+static void fx_init(struct fx *f, int max_n) {
   f->max_n = max_n;
   f->cap = MP_REQ_BYTES(max_n);
   f->buf = malloc(f->cap);
@@ -36,8 +35,7 @@ static void fx_init(struct fx *f, int max_n)
   mp_init(&f->p, f->buf, f->cap, f->vals, max_n);
 }
 
-static void fx_free(struct fx *f)
-{
+static void fx_free(struct fx *f) {
   free(f->buf);
   free(f->vals);
 }
@@ -49,8 +47,7 @@ struct str {
 };
 
 static void str_add(struct str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void str_add(struct str *b, const char *fmt, ...)
-{
+static void str_add(struct str *b, const char *fmt, ...) {
   va_list ap;
   for (;;) {
     va_start(ap, fmt);
@@ -67,8 +64,7 @@ static void str_add(struct str *b, const char *fmt, ...)
   }
 }
 
-static void render(struct str *b, const struct mp_msg *m)
-{
+static void render(struct str *b, const struct mp_msg *m) {
   if (b->len)
     str_add(b, "|");
   switch (m->kind) {
@@ -86,8 +82,7 @@ static void render(struct str *b, const struct mp_msg *m)
 }
 
 // Takes every message out of the parser, rendering each into b.
-static int drain(struct fx *f, int more_pending, struct str *b)
-{
+static int drain(struct fx *f, int more_pending, struct str *b) {
   struct mp_msg m;
   int count = 0;
   while (mp_next(&f->p, more_pending, &m) != MP_NEED_MORE) {
@@ -99,15 +94,13 @@ static int drain(struct fx *f, int more_pending, struct str *b)
   return count;
 }
 
-static int feed_str(struct fx *f, const char *s)
-{
+static int feed_str(struct fx *f, const char *s) {
   size_t n = strlen(s);
   return (int)mp_feed(&f->p, s, n) == (int)n;
 }
 
 // Feeds s in one piece and drains with more_pending = mp; returns the rendering.
-static char *once(struct fx *f, const char *s, int mp)
-{
+static char *once(struct fx *f, const char *s, int mp) {
   struct str b = {0};
   CHECK(feed_str(f, s));
   drain(f, mp, &b);
@@ -131,8 +124,7 @@ static char *once(struct fx *f, const char *s, int mp)
 //
 
 static uint64_t rng = 88172645463325252ULL;
-static uint64_t rnd(void)
-{
+static uint64_t rnd(void) {
   rng ^= rng << 13;
   rng ^= rng >> 7;
   rng ^= rng << 17;
@@ -143,8 +135,7 @@ static uint64_t rnd_below(uint64_t n) { return rnd() % n; }
 // The rendering the protocol requires for one message s (without its '\n'
 // and '\r'); "" for a blank framed line, "INCOMPLETE" for an unframed message
 // that may still grow. Written independently of the parser.
-static char *ref_line(const char *s, int framed, int max_n)
-{
+static char *ref_line(const char *s, int framed, int max_n) {
   struct str b = {0};
   const char *fr = framed ? "/F" : "/U";
   char *copy = strdup(s), *save = NULL, *tok;
@@ -225,8 +216,7 @@ out:
 
 // A random n x n request, values 0..maxv, with single spaces (or, if messy,
 // runs of blanks around them), no terminator.
-static char *gen_request(int n, long long maxv, int messy)
-{
+static char *gen_request(int n, long long maxv, int messy) {
   struct str b = {0};
   str_add(&b, "%s", "");
   for (int i = 0; i < n * n; i++) {
@@ -240,8 +230,7 @@ static char *gen_request(int n, long long maxv, int messy)
 }
 
 // A random message for the fuzz test: mostly valid, sometimes subtly not.
-static char *gen_message(int max_n)
-{
+static char *gen_message(int max_n) {
   struct str b = {0};
   char *r;
   switch (rnd_below(14)) {
@@ -277,8 +266,7 @@ static char *gen_message(int max_n)
 }
 
 // Naive reference for A*A: 128-bit products, reduced mod 2^64 at the end.
-static void ref_square(const int64_t *a, int n, int64_t *c)
-{
+static void ref_square(const int64_t *a, int n, int64_t *c) {
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++) {
       unsigned __int128 s = 0;
@@ -293,8 +281,7 @@ static void ref_square(const int64_t *a, int n, int64_t *c)
 // Tests.
 //
 
-static void test_handshake_framed(void)
-{
+static void test_handshake_framed(void) {
   struct fx f;
   fx_init(&f, 4);
   CHECK_STR(once(&f, "connect ok?\n", 0), "H-1/F");
@@ -310,8 +297,7 @@ static void test_handshake_framed(void)
   fx_free(&f);
 }
 
-static void test_handshake_unframed(void)
-{
+static void test_handshake_unframed(void) {
   struct fx f;
   fx_init(&f, 4);
   // Prefixes of the phrases are incomplete, not errors.
@@ -331,8 +317,7 @@ static void test_handshake_unframed(void)
 }
 
 // The paper's base protocol from start to end, requests arriving in pieces.
-static void test_base_protocol_session(void)
-{
+static void test_base_protocol_session(void) {
   struct fx f;
   fx_init(&f, 20);
   CHECK_STR(once(&f, "connect ok?", 0), "H-1/U");
@@ -346,8 +331,7 @@ static void test_base_protocol_session(void)
   fx_free(&f);
 }
 
-static void test_requests_framed(void)
-{
+static void test_requests_framed(void) {
   struct fx f;
   fx_init(&f, 4);
   CHECK_STR(once(&f, "7\n", 0), "R1:7/F");
@@ -363,8 +347,7 @@ static void test_requests_framed(void)
 
 // Random requests of the sizes the clients use, and the limit, in both
 // framings; each checked against the reference classifier.
-static void test_request_sizes(void)
-{
+static void test_request_sizes(void) {
   int sizes[] = {1, 15, 20, 32, 64};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     int n = sizes[k];
@@ -392,8 +375,7 @@ static void test_request_sizes(void)
 // One stream, every split: two pieces at every position, then byte by byte.
 // Framed: the handshake establishes framing, so later messages may be taken
 // with more_pending = 0 after every byte and must still never be cut short.
-static void split_everywhere(const char *stream, int framed, const char *want, int max_n)
-{
+static void split_everywhere(const char *stream, int framed, const char *want, int max_n) {
   size_t len = strlen(stream);
   for (size_t k = 0; k <= len; k++) {
     struct fx f;
@@ -429,8 +411,7 @@ static void split_everywhere(const char *stream, int framed, const char *want, i
   fx_free(&f);
 }
 
-static void test_split_every_byte(void)
-{
+static void test_split_every_byte(void) {
   char *req = gen_request(15, 99, 0);
   char *r1 = ref_line(req, 1, 32), *r0 = ref_line(req, 0, 32);
   struct str s = {0}, w = {0};
@@ -452,8 +433,7 @@ static void test_split_every_byte(void)
   free(w.s);
 }
 
-static void test_several_in_one_feed(void)
-{
+static void test_several_in_one_feed(void) {
   struct fx f;
   fx_init(&f, 4);
   CHECK_STR(once(&f, "connect ok? prio=2\n1 2 3 4\n\n\r\n5\n1 2\nclose connection\n", 0),
@@ -464,8 +444,7 @@ static void test_several_in_one_feed(void)
   fx_free(&f);
 }
 
-static void test_bad_tokens(void)
-{
+static void test_bad_tokens(void) {
   struct fx f;
   fx_init(&f, 4);
   const char *bad[][2] = {
@@ -503,8 +482,7 @@ static void test_bad_tokens(void)
   fx_free(&f);
 }
 
-static void test_matrix_too_large(void)
-{
+static void test_matrix_too_large(void) {
   struct fx f;
   fx_init(&f, 4);
   char *r5 = gen_request(5, 9, 0), *r4 = gen_request(4, 9, 0);
@@ -530,8 +508,7 @@ static void test_matrix_too_large(void)
   free(s.s);
 }
 
-static void test_too_long(void)
-{
+static void test_too_long(void) {
   struct fx f;
   fx_init(&f, 2);   // cap = 108 bytes
   size_t cap = f.cap;
@@ -577,8 +554,7 @@ static void test_too_long(void)
   free(big);
 }
 
-static void test_stall(void)
-{
+static void test_stall(void) {
   struct fx f;
   struct mp_msg m;
   fx_init(&f, 4);
@@ -625,8 +601,7 @@ static void test_stall(void)
   fx_free(&f);
 }
 
-static void test_format(void)
-{
+static void test_format_exact_bytes_and_parse_back(void) {
   char out[256];
   int64_t c[4] = {1, -2, 30, INT64_MIN};
   CHECK_EQ(mp_format_matrix(c, 2, 0, out, sizeof out), 28);
@@ -672,8 +647,7 @@ static void test_format(void)
 
 // mp_square against the 128-bit reference, and the formatted answer against
 // snprintf, on random matrices including values that make the sums wrap.
-static void test_square(void)
-{
+static void test_square(void) {
   static int64_t a[64 * 64], c[64 * 64], r[64 * 64];
   static char out[MP_ANSWER_BYTES(64)];
   for (int iter = 0; iter < 60 && !check_failed_; iter++) {
@@ -704,8 +678,7 @@ static void test_square(void)
 // Pipelined framed messages fed by a server that respects mp_room: every
 // message gets exactly the reply the reference classifier predicts, in order,
 // whatever the chunk sizes.
-static void test_fuzz_framed(void)
-{
+static void test_fuzz_framed(void) {
   for (int iter = 0; iter < 300 && !check_failed_; iter++) {
     int max_n = 1 + (int)rnd_below(iter % 4 == 0 ? 8 : 20);
     struct fx f;
@@ -757,8 +730,7 @@ static void test_fuzz_framed(void)
 // A caller that ignores mp_room and feeds a long pipeline at once (more than
 // the buffer holds): replies stay one per message and in order; each is the
 // right one or "request too long".
-static void test_pipeline_overfed(void)
-{
+static void test_pipeline_overfed(void) {
   for (int iter = 0; iter < 40 && !check_failed_; iter++) {
     struct fx f;
     fx_init(&f, 2);
@@ -805,8 +777,7 @@ static void test_pipeline_overfed(void)
 // Random bytes in random chunks, random more_pending, stalls: nothing may
 // crash or read out of bounds, every message is well formed, the buffered
 // count stays within the buffer, and the parser answers normally afterwards.
-static void test_fuzz_garbage(void)
-{
+static void test_fuzz_garbage(void) {
   static const char alphabet[] = "0123456789 \t\n\r-x?connectlosprio=ok\0\001";
   for (int iter = 0; iter < 400 && !check_failed_; iter++) {
     struct fx f;
@@ -848,8 +819,7 @@ static void test_fuzz_garbage(void)
   }
 }
 
-static void test_room(void)
-{
+static void test_room(void) {
   struct fx f;
   fx_init(&f, 1);   // cap = 75
   CHECK_EQ(mp_room(&f.p), f.cap);
@@ -882,7 +852,7 @@ CHECK_MAIN_BEGIN("test_matrix_proto")
   RUN_TEST(test_matrix_too_large);
   RUN_TEST(test_too_long);
   RUN_TEST(test_stall);
-  RUN_TEST(test_format);
+  RUN_TEST(test_format_exact_bytes_and_parse_back);
   RUN_TEST(test_square);
   RUN_TEST(test_room);
   RUN_TEST(test_fuzz_framed);

@@ -3,6 +3,7 @@
 #include "hart.h"
 #include "kco.h"
 #include "klib.h"
+#include "main.h"
 #include "kmalloc.h"
 #include "monitor.h"
 #include "palloc.h"
@@ -191,7 +192,7 @@ static void runner(void *arg) {
   poweroff(failed != 0 || passed == 0);
 }
 
-void ktest_start(const char *filter) {
+static void ktest_start(const char *filter) {
   size_t n = strnlen(filter, sizeof filter_buf - 1);
   memcpy(filter_buf, filter, n);
   filter_buf[n] = 0;
@@ -200,3 +201,4 @@ void ktest_start(const char *filter) {
   if (kco_spawn_stackful(runner, 0, RUNNER_PRIO, 0) < 0)
     kpanic("ktest: cannot spawn the runner");
 }
+BOOT_JOB(10, "test", ktest_start);       // bootargs test[=NAME]

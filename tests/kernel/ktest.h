@@ -24,7 +24,6 @@ struct ktest {
 
 #define KTEST_PRIO 4          // priority the test bodies run at
 
-void ktest_start(const char *filter);
 void ktest_fail_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int ktest_failed(void);

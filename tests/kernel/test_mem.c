@@ -23,7 +23,7 @@ KTEST(palloc_counts_and_contiguity) {
   KCHECK_EQ(b.free_pages, a.free_pages);
 }
 
-KTEST(kmalloc_counts) {
+KTEST(kmalloc_live_counts_return_to_start) {
   struct kmalloc_stats a, b;
   kmalloc_get_stats(&a);
   void *small[64];

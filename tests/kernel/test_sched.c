@@ -2,6 +2,7 @@
 #include "ktest.h"
 #include "hart.h"
 #include "kco.h"
+#include "timer.h"
 #include "kmalloc.h"
 #include "riscv.h"
 #include "waitq.h"

@@ -1,9 +1,6 @@
-// Stackful kernel coroutines: blocking deep in a call chain, both switch kinds,
-// and timers.
+// Stackful kernel coroutines: blocking deep in a call chain, both switch kinds.
 #include "ktest.h"
-#include "hart.h"
 #include "kco.h"
-#include "riscv.h"
 #include "timer.h"
 #include "waitq.h"
 
@@ -51,65 +48,3 @@ static void deep_block(int flags) {
 
 KTEST(stackful_block_deep_cacs) { deep_block(0); }
 KTEST(stackful_block_deep_fullsave) { deep_block(KCO_FULLSAVE); }
-
-// ---- timers ----
-#define SLEEPERS 3
-static volatile uint32_t wake_seq, sleepers_done;
-static int wake_rank[SLEEPERS];
-static uint64_t slept_ticks[SLEEPERS];
-static const int sleep_ms_of[SLEEPERS] = { 30, 10, 20 };
-
-static void sleeper(void *arg) {
-  int i = (int)(uintptr_t)arg;
-  uint64_t t0 = rdtime();
-  kco_sleep_ms((uint64_t)sleep_ms_of[i]);
-  slept_ticks[i] = rdtime() - t0;
-  wake_rank[i] = (int)__atomic_fetch_add(&wake_seq, 1, __ATOMIC_SEQ_CST);
-  __atomic_fetch_add(&sleepers_done, 1, __ATOMIC_SEQ_CST);
-}
-
-KTEST(timer_sleep_order) {
-  wake_seq = sleepers_done = 0;
-  for (int i = 0; i < SLEEPERS; i++)
-    KREQUIRE(kco_spawn_stackful(sleeper, (void *)(uintptr_t)i, 3, 0) > 0);
-  KCHECK(ktest_wait_count(&sleepers_done, SLEEPERS, KTEST_PATIENCE_MS));
-  // 10 ms before 20 ms before 30 ms, and nobody woke early.
-  KCHECK_EQ(wake_rank[1], 0);
-  KCHECK_EQ(wake_rank[2], 1);
-  KCHECK_EQ(wake_rank[0], 2);
-  for (int i = 0; i < SLEEPERS; i++)
-    KCHECK(slept_ticks[i] >= (uint64_t)sleep_ms_of[i] * board.timebase_hz / 1000);
-}
-
-// A stackless coroutine waits on a timer: arm, return PENDING, re-check on wake.
-struct tick_state { uint64_t deadline; int polls; volatile uint32_t done; };
-static int timer_poll(void *arg) {
-  struct tick_state *s = arg;
-  s->polls++;
-  if (rdtime() < s->deadline) {
-    timer_add(s->deadline, kco_current());
-    return CO_PENDING;
-  }
-  __atomic_store_n(&s->done, 1, __ATOMIC_SEQ_CST);
-  return CO_DONE;
-}
-
-KTEST(timer_stackless) {
-  static struct tick_state s;
-  s.deadline = rdtime() + 15 * board.timebase_hz / 1000;
-  s.polls = 0;
-  s.done = 0;
-  KREQUIRE(kco_spawn(timer_poll, &s, 3) > 0);
-  KCHECK(ktest_wait_count(&s.done, 1, KTEST_PATIENCE_MS));
-  KCHECK(s.polls >= 2);       // it really blocked and was woken by the timer
-  KCHECK(s.polls < 100);      // and was not busy-polled
-}
-
-KTEST(ticks_advance_on_every_hart) {
-  uint64_t before[BOARD_MAX_HARTS];
-  for (uint32_t i = 0; i < nharts_online; i++)
-    before[i] = harts[i].ticks;
-  kco_sleep_ms(50);
-  for (uint32_t i = 0; i < nharts_online; i++)
-    KCHECK(harts[i].ticks > before[i]);
-}

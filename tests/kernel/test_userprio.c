@@ -7,6 +7,7 @@
 #include "ktest.h"
 #include "hart.h"
 #include "kco.h"
+#include "timer.h"
 #include "proc.h"
 #include "riscv.h"
 

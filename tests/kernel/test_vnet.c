@@ -89,7 +89,7 @@ static const char *arp_exchange(const uint8_t mac[ETH_ALEN], uint64_t deadline) 
   }
 }
 
-KTEST(vnet_arp) {
+KTEST(vnet_arp_exchanges_survive_ring_wrap) {
   KREQUIRE(vnet_present());
   uint8_t mac[ETH_ALEN];
   vnet_mac(mac);

@@ -1,0 +1,154 @@
+// The user heap (ulib.h): malloc, free, calloc and realloc, as a first-fit free
+// list in address order, on memory obtained with brk.
+//
+// Every block, free or allocated, starts with a 16-byte header; sizes are
+// counted in 16-byte units including the header, so every pointer handed out
+// is 16-byte aligned, as the RISC-V psABI expects of malloc. Free blocks form
+// a circular list sorted by address; free() merges a block with free
+// neighbours on either side, so the heap does not crumble into small pieces.
+// Memory is never returned to the kernel.
+#include "ulib.h"
+
+struct header {
+  struct header *next;   // next free block (only meaningful while free)
+  size_t units;          // size of this block in headers, including this one
+} __attribute__((aligned(16)));
+
+#define UNIT sizeof(struct header)
+#define GROW_UNITS (4096 / UNIT)   // ask the kernel for at least a page at a time
+
+static struct header base;     // a zero-size block that anchors the list
+static struct header *freep;   // where the last search stopped
+
+// Extends the heap by at least `units` and puts the new block on the free list.
+static void free_unlocked(void *ptr);
+
+static struct header *morecore(size_t units) {
+  if (units < GROW_UNITS)
+    units = GROW_UNITS;
+  long cur = brk(0);
+  if (cur < 0)
+    return NULL;
+  // The break need not be aligned (the kernel starts it at the end of the
+  // program image), and somebody else may have moved it since last time.
+  uintptr_t start = ((uintptr_t)cur + UNIT - 1) & ~(uintptr_t)(UNIT - 1);
+  uintptr_t end = start + units * UNIT;
+  long r = brk((void *)end);
+  if (r < 0 || (uintptr_t)r != end)
+    return NULL;
+  struct header *h = (struct header *)start;
+  h->units = units;
+  free_unlocked(h + 1);             // the caller (malloc) holds the lock
+  return freep;
+}
+
+static void *malloc_unlocked(size_t n) {
+  // Nothing larger than the whole heap area can succeed, and the check keeps
+  // the unit computation below from overflowing.
+  if (n > USER_HEAP_MAX)
+    return NULL;
+  if (n == 0)
+    n = 1;   // still a distinct pointer with room behind it
+  size_t units = (n + UNIT - 1) / UNIT + 1;
+  if (freep == NULL) {
+    base.next = &base;
+    base.units = 0;
+    freep = &base;
+  }
+  struct header *prev = freep;
+  for (struct header *p = prev->next;; prev = p, p = p->next) {
+    if (p->units >= units) {
+      if (p->units == units) {
+        prev->next = p->next;
+      } else {
+        // Hand out the tail of the block: the free part keeps its place in
+        // the list and only its size changes.
+        p->units -= units;
+        p += p->units;
+        p->units = units;
+      }
+      freep = prev;
+      return p + 1;
+    }
+    if (p == freep) {   // went all the way round: nothing fits
+      p = morecore(units);
+      if (p == NULL)
+        return NULL;
+    }
+  }
+}
+
+static void free_unlocked(void *ptr) {
+  if (ptr == NULL)
+    return;
+  struct header *bp = (struct header *)ptr - 1;
+  // Find the free block p after which bp belongs in address order.
+  struct header *p = freep;
+  while (!(bp > p && bp < p->next)) {
+    // p is the highest free block: bp goes after it (above everything) or
+    // before its successor, the lowest (below everything).
+    if (p >= p->next && (bp > p || bp < p->next))
+      break;
+    p = p->next;
+  }
+  if (bp + bp->units == p->next) {   // merge with the block above
+    bp->units += p->next->units;
+    bp->next = p->next->next;
+  } else {
+    bp->next = p->next;
+  }
+  if (p + p->units == bp) {   // merge with the block below
+    p->units += bp->units;
+    p->next = bp->next;
+  } else {
+    p->next = bp;
+  }
+  freep = p;
+}
+
+void *calloc(size_t count, size_t size) {
+  if (size != 0 && count > SIZE_MAX / size)
+    return NULL;   // count * size would overflow
+  void *p = malloc(count * size);
+  if (p != NULL)
+    memset(p, 0, count * size);
+  return p;
+}
+
+void *realloc(void *ptr, size_t n) {
+  if (ptr == NULL)
+    return malloc(n);
+  if (n == 0) {
+    free(ptr);
+    return NULL;
+  }
+  struct header *h = (struct header *)ptr - 1;
+  size_t have = (h->units - 1) * UNIT;
+  if (n <= have)
+    return ptr;   // it already fits; shrinking in place is not worth it here
+  void *q = malloc(n);
+  if (q == NULL)
+    return NULL;   // the old block stays valid, as C requires
+  memcpy(q, ptr, have);
+  free(ptr);
+  return q;
+}
+
+// The allocator is shared by every thread of the process (alloc_cpu threads,
+// the executor growing its slot table on any of them): one spinlock around it.
+static volatile int malloc_lock;
+
+void *malloc(size_t n) {
+  while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
+    ;
+  void *p = malloc_unlocked(n);
+  __atomic_store_n(&malloc_lock, 0, __ATOMIC_RELEASE);
+  return p;
+}
+
+void free(void *ptr) {
+  while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
+    ;
+  free_unlocked(ptr);
+  __atomic_store_n(&malloc_lock, 0, __ATOMIC_RELEASE);
+}

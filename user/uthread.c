@@ -1,0 +1,46 @@
+// User threads (ulib.h): uthread_create gives a new thread of the process its
+// own malloc'd stack and uthread_join frees it again; both sit on the raw
+// thread_create/thread_join calls.
+#include "ulib.h"
+
+#define UTHREAD_STACK (16 * 1024)
+
+struct uthread_start {
+  int (*fn)(void *);
+  void *arg;
+};
+
+static void *uthread_stacks[MAXTHREADS_ABI];   // by tid, freed by uthread_join
+
+// First code of a new thread: the kernel starts it with a0 = its start record,
+// which sits at the top of its own stack.
+static void uthread_entry(void *start) {
+  struct uthread_start *s = start;
+  thread_exit(s->fn(s->arg));
+}
+
+int uthread_create(int (*fn)(void *), void *arg) {
+  char *stack = malloc(UTHREAD_STACK);
+  if (!stack)
+    return -ENOMEM;
+  struct uthread_start *s = (struct uthread_start *)(stack + UTHREAD_STACK) - 1;
+  s->fn = fn;
+  s->arg = arg;
+  uintptr_t top = ((uintptr_t)s) & ~(uintptr_t)15;
+  int tid = thread_create(uthread_entry, s, (void *)top);
+  if (tid < 0) {
+    free(stack);
+    return tid;
+  }
+  uthread_stacks[tid] = stack;
+  return tid;
+}
+
+int uthread_join(int tid, int *status) {
+  int r = thread_join(tid, status);
+  if (r == 0 && tid > 0 && tid < MAXTHREADS_ABI) {
+    free(uthread_stacks[tid]);
+    uthread_stacks[tid] = 0;
+  }
+  return r;
+}
