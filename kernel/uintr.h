@@ -1,12 +1,12 @@
-// User interrupts: the RISC-V N extension (NEXT.md), as one kernel interface with
+// User interrupts: the RISC-V N extension (docs/NEXT.md), as one kernel interface with
 // interchangeable backends.
 //
 //   emulated (kernel/uintr_emul.c, stock QEMU): each process has shadow u-CSRs;
 //     u-CSR accesses and `uret` trap as illegal instructions and are emulated;
 //     a pending interrupt is injected when the process returns to U-mode; a
 //     process running on another hart is sent an IPI so that happens promptly.
-//   native (a hart that implements N: our patched QEMU or the FPGA core) would
-//     set sideleg, swap the real u-CSRs per thread and set uip.USIP. Not built yet.
+//   native (for a hart that implements N; none exists here yet, so it is not
+//     built) would set sideleg, swap the real u-CSRs per thread and set uip.USIP.
 //
 // Callers use only these functions; the backend is chosen at boot.
 #ifndef UINTR_H

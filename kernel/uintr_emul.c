@@ -1,4 +1,4 @@
-// The emulated user-interrupt backend (see uintr.h and NEXT.md). Faithful to the
+// The emulated user-interrupt backend (see uintr.h and docs/NEXT.md). Faithful to the
 // N extension's rules: u-CSR numbers and masks, trap entry (uepc, ucause with the
 // interrupt bit, UPIE <- UIE, UIE <- 0, pc <- utvec) and uret (UIE <- UPIE,
 // UPIE <- 1, pc <- uepc). OpenSBI does not delegate illegal instructions, so each
