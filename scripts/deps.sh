@@ -3,7 +3,8 @@
 # already present is skipped, and apt is not touched at all when nothing is missing.
 #
 #   scripts/deps.sh            toolchain, emulator, firmware (what build/test need)
-#   scripts/deps.sh --all      also what later parts need (verilator, plotting, ...)
+#   scripts/deps.sh --all      also what planned parts would use (verilator, plotting);
+#                              nothing in the tree needs them yet
 #   scripts/deps.sh --lwip DIR lwIP 2.1.3 from Debian's source package, unpacked
 #                              into DIR/lwip-2.1.3 (an ignored build folder)
 set -euo pipefail
@@ -61,8 +62,8 @@ core_pkgs=(
   gcc make python3
 )
 extra_pkgs=(
-  verilator                    # hw/: RTL unit tests
-  python3-matplotlib           # plots of benchmark results
+  verilator                    # hw/ (planned): RTL unit tests
+  python3-matplotlib           # plots of benchmark results (planned)
 )
 
 pkgs=("${core_pkgs[@]}")

@@ -1,4 +1,5 @@
-// The Coral user library: strings, formatted output, line input and a heap.
+// The Coral user library: strings, formatted output, process helpers, console
+// line input, a heap and user threads.
 // Written for clarity over speed; everything sits on the system calls in
 // usys.S.
 #include "ulib.h"
