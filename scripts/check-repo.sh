@@ -131,21 +131,35 @@ def c_comments(text, hash_comments):
     return out
 
 
+HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
+
+
 def hash_comments(text, python):
     """'#' comments of shell, make and Python (quotes tracked per line; in shell
     a '#' starts a comment only at the start of a word), plus Python's
-    triple-quoted strings (docstrings)."""
+    triple-quoted strings (docstrings). A shell here-document is data and is
+    skipped, unless it feeds python, whose comments count."""
     out, offset = [], 0
-    lines = text.split("\n")
     in_triple = None
-    for line in lines:
-        i, n, quote = 0, len(line), None
+    heredoc = None              # (terminator, strip tabs, body is python)
+    for line in text.split("\n"):
+        n = len(line)
+        if heredoc and not heredoc[2]:
+            if (line.lstrip("\t") if heredoc[1] else line) == heredoc[0]:
+                heredoc = None
+            offset += n + 1
+            continue
+        if heredoc and (line.lstrip("\t") if heredoc[1] else line) == heredoc[0]:
+            heredoc, in_triple = None, None
+            offset += n + 1
+            continue
+        py = python or bool(heredoc)
+        i, quote = 0, None
         while i < n:
             if in_triple:
                 j = line.find(in_triple, i)
                 if j < 0:
                     out.append((offset + i, line[i:]))
-                    i = n
                     break
                 out.append((offset + i, line[i:j]))
                 i = j + 3
@@ -153,22 +167,27 @@ def hash_comments(text, python):
                 continue
             c = line[i]
             if quote:
-                if c == "\\" and quote == '"':
+                if c == "\\" and (quote == '"' or py):
                     i += 2
                     continue
                 if c == quote:
                     quote = None
                 i += 1
                 continue
-            if python and line.startswith(('"""', "'''"), i):
+            if py and line.startswith(('"""', "'''"), i):
                 in_triple = line[i:i + 3]
                 i += 3
+                continue
+            m = None if py else HEREDOC.match(line, i)
+            if m and not line.startswith("<<<", i):
+                heredoc = (m.group(2), line.startswith("<<-", i), "python" in line)
+                i = m.end()
                 continue
             if c in "\"'":
                 quote = c
             elif c == "\\":
                 i += 1
-            elif c == "#" and (python or i == 0 or line[i - 1] in " \t;|&("):
+            elif c == "#" and (py or i == 0 or line[i - 1] in " \t;|&("):
                 out.append((offset + i, line[i:]))
                 break
             i += 1

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Proves that scripts/check-repo.sh can fail: builds a tiny tree in a temporary
+# folder, checks that it passes as built, then breaks it one way at a time (a
+# dead link, a link out of the tree, a stale path in a comment, a missing
+# document name, a machine path, a path into the shared folder beside the repo)
+# and checks that exactly the check meant to catch it fails, naming file:line.
+# The clean tree also carries what must NOT fail: paths in string literals,
+# placeholders, globs, line suffixes, /tmp in a script, the planned hw/ folder.
+#
+#   tests/repo/test-check-repo.sh
+#
+# Prints "PASS repo/check-repo-<name>" or "FAIL repo/check-repo-<name>: why";
+# exit status non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+CHECK=$PWD/scripts/check-repo.sh
+
+failed=0
+pass() { echo "PASS repo/check-repo-$1"; }
+fail() { echo "FAIL repo/check-repo-$1: $2"; failed=$((failed + 1)); }
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# A small tree that must pass every check.
+clean_tree() {
+  rm -rf "$TMP/t"
+  mkdir -p "$TMP/t/kernel" "$TMP/t/docs" "$TMP/t/scripts" "$TMP/t/user"
+  cd "$TMP/t" || exit 2
+  printf 'all:\n\ttrue\n' > Makefile
+  cat > README.md <<'EOF'
+# Tiny
+
+See [the design](docs/DESIGN.md), [its model](docs/DESIGN.md#the-model),
+[the kernel](kernel/) and [a site](https://example.org/x). Programs are
+user/<name>.c; the kernel is kernel/*.c, mainly kernel/a.c:3-4. hw/ is planned.
+EOF
+  cat > docs/DESIGN.md <<'EOF'
+# Design
+
+## The model
+
+Read [the top](../README.md) and kernel/a.c. ABI.md is not needed here.
+EOF
+  : > docs/ABI.md
+  cat > kernel/a.c <<'EOF'
+// The kernel (see docs/DESIGN.md and user/b.h).
+static const char *f = "kernel/not-a-comment.c";
+EOF
+  cat > user/b.h <<'EOF'
+/* User side: kernel/a.c, kernel/{a,b}.c, $(BUILD)/user/NAME. */
+EOF
+  cat > scripts/tmp.sh <<'EOF'
+#!/usr/bin/env bash
+# Scratch files live in /tmp/coral-scratch/ while this runs (kernel/a.c).
+echo "$#"
+EOF
+  # A here-document is data, not a comment; one fed to python holds comments.
+  printf 'cat <<END\n# kernel/data-only.c\nEND\npython3 - <<PY\n# see kernel/a.c\nPY\n' \
+    > scripts/gen.sh
+  cd - > /dev/null || exit 2
+}
+
+# run NAME: check-repo.sh on the tree; its output in $TMP/out
+run() { bash "$CHECK" "$TMP/t" > "$TMP/out" 2>&1; }
+
+# expect_fail NAME CHECK FILE:LINE: only CHECK fails, and it names FILE:LINE.
+expect_fail() {
+  local name=$1 check=$2 where=$3
+  if run; then
+    fail "$name" "check-repo.sh passed: $(tr '\n' ' ' < "$TMP/out")"
+  elif ! grep -q "^FAIL repo/$check: .*$where" "$TMP/out"; then
+    fail "$name" "no 'FAIL repo/$check' naming $where: $(tr '\n' ' ' < "$TMP/out")"
+  elif [ "$(grep -c '^FAIL ' "$TMP/out")" -ne 1 ]; then
+    fail "$name" "another check failed too: $(tr '\n' ' ' < "$TMP/out")"
+  else
+    pass "$name"
+  fi
+}
+
+clean_tree
+if run && [ "$(grep -c '^PASS repo/' "$TMP/out")" -eq 3 ]; then
+  pass "clean-tree-passes"
+else
+  fail "clean-tree-passes" "$(tr '\n' ' ' < "$TMP/out")"
+fi
+
+clean_tree
+echo 'A [dead link](notes/missing.md).' >> "$TMP/t/README.md"
+expect_fail detects-broken-link links "README.md:6"
+
+clean_tree
+echo 'A [bad anchor](DESIGN.md#no-such-heading).' >> "$TMP/t/docs/DESIGN.md"
+expect_fail detects-broken-anchor links "docs/DESIGN.md:6"
+
+clean_tree
+touch "$TMP/outside.md"
+echo 'A [link out](../outside.md) of the tree.' >> "$TMP/t/README.md"
+expect_fail detects-link-outside links "README.md:6"
+
+clean_tree
+printf '// Stale: the code moved out of kernel/gone.c:12.\n' >> "$TMP/t/kernel/a.c"
+expect_fail detects-stale-path paths "kernel/a.c:3"
+
+clean_tree
+printf '# Stale: see scripts/gone.sh.\n' >> "$TMP/t/scripts/tmp.sh"
+expect_fail detects-stale-path-in-script paths "scripts/tmp.sh:4"
+
+clean_tree
+printf '/* As MISSING.md says. */\n' >> "$TMP/t/user/b.h"
+expect_fail detects-missing-document paths "user/b.h:2"
+
+clean_tree
+printf 'python3 - <<PY\nx = 1  # from kernel/gone.py\nPY\n' >> "$TMP/t/scripts/gen.sh"
+expect_fail detects-stale-path-in-python-heredoc paths "scripts/gen.sh:8"
+
+# Outside paths are built here, so that this file names none itself.
+clean_tree
+printf '// Written from /%s/notes/plan.md.\n' work >> "$TMP/t/kernel/a.c"
+expect_fail detects-machine-path outside-paths "kernel/a.c:3"
+
+clean_tree
+printf 'The protocol is in %s/shared/PROTOCOL.md.\n' .. >> "$TMP/t/docs/DESIGN.md"
+expect_fail detects-shared-path outside-paths "docs/DESIGN.md:6"
+
+clean_tree
+printf '// Copied from /tmp/%s/x.c.\n' build-area >> "$TMP/t/kernel/a.c"
+expect_fail detects-tmp-source outside-paths "kernel/a.c:3"
+
+# The same in a git work tree (files come from git ls-files there).
+clean_tree
+printf '// Stale: kernel/gone.c.\n' >> "$TMP/t/kernel/a.c"
+if git -C "$TMP/t" init -q && git -C "$TMP/t" add -A; then
+  expect_fail detects-stale-path-git-tree paths "kernel/a.c:3"
+else
+  fail detects-stale-path-git-tree "git init failed"
+fi
+
+[ $failed -eq 0 ]
