@@ -85,47 +85,32 @@ else
   fail "clean-tree-passes" "$(tr '\n' ' ' < "$TMP/out")"
 fi
 
-clean_tree
-echo 'A [dead link](notes/missing.md).' >> "$TMP/t/README.md"
-expect_fail detects-broken-link links "README.md:6"
+# breaks NAME CHECK FILE:LINE FILE FORMAT [ARGS]: append printf FORMAT ARGS to
+# FILE of a clean tree; only CHECK may fail, naming FILE:LINE.
+breaks() {
+  local name=$1 check=$2 where=$3 file=$4
+  shift 4
+  clean_tree
+  # shellcheck disable=SC2059 # the format is the point
+  printf "$@" >> "$TMP/t/$file"
+  expect_fail "$name" "$check" "$where"
+}
 
-clean_tree
-echo 'A [bad anchor](DESIGN.md#no-such-heading).' >> "$TMP/t/docs/DESIGN.md"
-expect_fail detects-broken-anchor links "docs/DESIGN.md:6"
-
-clean_tree
 touch "$TMP/outside.md"
-echo 'A [link out](../outside.md) of the tree.' >> "$TMP/t/README.md"
-expect_fail detects-link-outside links "README.md:6"
-
-clean_tree
-printf '// Stale: the code moved out of kernel/gone.c:12.\n' >> "$TMP/t/kernel/a.c"
-expect_fail detects-stale-path paths "kernel/a.c:3"
-
-clean_tree
-printf '# Stale: see scripts/gone.sh.\n' >> "$TMP/t/scripts/tmp.sh"
-expect_fail detects-stale-path-in-script paths "scripts/tmp.sh:4"
-
-clean_tree
-printf '/* As MISSING.md says. */\n' >> "$TMP/t/user/b.h"
-expect_fail detects-missing-document paths "user/b.h:2"
-
-clean_tree
-printf 'python3 - <<PY\nx = 1  # from kernel/gone.py\nPY\n' >> "$TMP/t/scripts/gen.sh"
-expect_fail detects-stale-path-in-python-heredoc paths "scripts/gen.sh:8"
-
-# Outside paths are built here, so that this file names none itself.
-clean_tree
-printf '// Written from /%s/notes/plan.md.\n' work >> "$TMP/t/kernel/a.c"
-expect_fail detects-machine-path outside-paths "kernel/a.c:3"
-
-clean_tree
-printf 'The protocol is in %s/shared/PROTOCOL.md.\n' .. >> "$TMP/t/docs/DESIGN.md"
-expect_fail detects-shared-path outside-paths "docs/DESIGN.md:6"
-
-clean_tree
-printf '// Copied from /tmp/%s/x.c.\n' build-area >> "$TMP/t/kernel/a.c"
-expect_fail detects-tmp-source outside-paths "kernel/a.c:3"
+breaks detects-broken-link links README.md:6 README.md 'A [dead link](notes/missing.md).\n'
+breaks detects-broken-anchor links docs/DESIGN.md:6 docs/DESIGN.md \
+  'A [bad anchor](DESIGN.md#no-such-heading).\n'
+breaks detects-link-outside links README.md:6 README.md 'A [link out](../outside.md) of the tree.\n'
+breaks detects-stale-path paths kernel/a.c:3 kernel/a.c '// Stale: the code moved out of kernel/gone.c:12.\n'
+breaks detects-stale-path-in-script paths scripts/tmp.sh:4 scripts/tmp.sh '# Stale: see scripts/gone.sh.\n'
+breaks detects-missing-document paths user/b.h:2 user/b.h '/* As MISSING.md says. */\n'
+breaks detects-stale-path-in-python-heredoc paths scripts/gen.sh:8 scripts/gen.sh \
+  'python3 - <<PY\nx = 1  # from kernel/gone.py\nPY\n'
+# Outside paths are built from pieces, so that this file names none itself.
+breaks detects-machine-path outside-paths kernel/a.c:3 kernel/a.c '// Written from /%s/notes/plan.md.\n' work
+breaks detects-shared-path outside-paths docs/DESIGN.md:6 docs/DESIGN.md \
+  'The protocol is in %s/shared/PROTOCOL.md.\n' ..
+breaks detects-tmp-source outside-paths kernel/a.c:3 kernel/a.c '// Copied from /tmp/%s/x.c.\n' build-area
 
 # The same in a git work tree (files come from git ls-files there).
 clean_tree
