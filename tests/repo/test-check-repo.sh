@@ -109,7 +109,7 @@ breaks detects-stale-path-in-python-heredoc paths scripts/gen.sh:8 scripts/gen.s
 # Outside paths are built from pieces, so that this file names none itself.
 breaks detects-machine-path outside-paths kernel/a.c:3 kernel/a.c '// Written from /%s/notes/plan.md.\n' work
 breaks detects-shared-path outside-paths docs/DESIGN.md:6 docs/DESIGN.md \
-  'The protocol is in %s/shared/PROTOCOL.md.\n' ..
+  'The notes are in %s/%s/NOTES.md.\n' .. shared
 breaks detects-tmp-source outside-paths kernel/a.c:3 kernel/a.c '// Copied from /tmp/%s/x.c.\n' build-area
 
 # The same in a git work tree (files come from git ls-files there).
