@@ -21,6 +21,9 @@
 #                       the folder before the placeholder must exist. A bare
 #                       document name in capitals (ABI.md) must be in docs/, at
 #                       the top, or beside the file that names it.
+#   repo/layout         README's Layout block lists every .c, .S and .ld file of
+#                       kernel/, vdso/ and net/, and every file name it shows
+#                       exists under the folder it is listed for.
 #   repo/outside-paths  no file names a place outside the repository: a home,
 #                       root or work folder of some machine, the shared folder
 #                       beside the repository (a ".." path into it), or
@@ -352,9 +355,54 @@ def check_outside():
     return bad
 
 
+# ---------------------------------------------------------------------------
+# repo/layout
+
+LAYOUT_DIRS = ("kernel", "vdso", "net")       # every .c, .S and .ld file here is listed
+EXTRA_EXT = re.compile(r"/\.(\w+)")
+LAYOUT_NAME = re.compile(r"(?<![\w./-])([\w-]+(?:\.[\w-]+)*\.(?:c|h|S|ld|md|sh|py|mk))(?![\w])")
+
+
+def check_layout():
+    """README's Layout block names every source file of LAYOUT_DIRS, and every
+    file name it mentions exists under the folder whose entry mentions it."""
+    text = TEXT.get("README.md", "")
+    head = text.find("\n## Layout\n")
+    start = text.find("\n```", head) if head >= 0 else -1
+    start = text.find("\n", start + 1) + 1 if start >= 0 else -1
+    end = text.find("\n```", start) if start > 0 else -1
+    if end < 0:
+        return ["README.md: no Layout section with a code block"]
+    block, first = text[start:end], line_of(text, start)
+    bad, folder, named = [], "", set()
+    for i, line in enumerate(block.split("\n")):
+        top = re.match(r"([\w-]+)/\s", line)
+        if top:
+            folder = top.group(1)
+        for n in LAYOUT_NAME.finditer(line):
+            name = n.group(1)
+            # "stackful.c/.h" names stackful.h too
+            names, pos = [name], n.end()
+            while (more := EXTRA_EXT.match(line, pos)):
+                names.append(name.rsplit(".", 1)[0] + "." + more.group(1))
+                pos = more.end()
+            for nm in names:
+                named.add((folder, nm))
+                here = [f for f in FILES if os.path.basename(f) == nm
+                        and (f.startswith(folder + "/") if folder else "/" not in f)]
+                if not here and not (folder in PLANNED and not os.path.isdir(os.path.join(root, folder))):
+                    bad.append(f"README.md:{first + i}: {nm} is not in {folder or 'the top folder'}")
+    for f in FILES:
+        d = f.split("/", 1)[0]
+        if d in LAYOUT_DIRS and f.count("/") == 1 and f.endswith((".c", ".S", ".ld")):
+            if (d, os.path.basename(f)) not in named:
+                bad.append(f"README.md:{first}: Layout does not list {f}")
+    return bad
+
+
 failed = 0
 for name, check in (("links", check_links), ("paths", check_paths),
-                    ("outside-paths", check_outside)):
+                    ("outside-paths", check_outside), ("layout", check_layout)):
     problems = check()
     if problems:
         failed += 1

@@ -2,7 +2,8 @@
 # Proves that scripts/check-repo.sh can fail: builds a tiny tree in a temporary
 # folder, checks that it passes as built, then breaks it one way at a time (a
 # dead link, a link out of the tree, a stale path in a comment, a missing
-# document name, a machine path, a path into the shared folder beside the repo)
+# document name, a source file missing from README's Layout or a Layout entry
+# with no file, a machine path, a path into the shared folder beside the repo)
 # and checks that exactly the check meant to catch it fails, naming file:line.
 # The clean tree also carries what must NOT fail: paths in string literals,
 # placeholders, globs, line suffixes, /tmp in a script, the planned hw/ folder.
@@ -34,6 +35,15 @@ clean_tree() {
 See [the design](docs/DESIGN.md), [its model](docs/DESIGN.md#the-model),
 [the kernel](kernel/) and [a site](https://example.org/x). Programs are
 user/<name>.c; the kernel is kernel/*.c, mainly kernel/a.c:3-4. hw/ is planned.
+
+## Layout
+
+```
+Makefile  README.md
+kernel/   a.c (all of it)
+user/     b.h; scripts/tmp.sh is elsewhere
+hw/       planned: core.sv
+```
 EOF
   cat > docs/DESIGN.md <<'EOF'
 # Design
@@ -79,7 +89,7 @@ expect_fail() {
 }
 
 clean_tree
-if run && [ "$(grep -c '^PASS repo/' "$TMP/out")" -eq 3 ]; then
+if run && [ "$(grep -c '^PASS repo/' "$TMP/out")" -eq 4 ]; then
   pass "clean-tree-passes"
 else
   fail "clean-tree-passes" "$(tr '\n' ' ' < "$TMP/out")"
@@ -97,15 +107,19 @@ breaks() {
 }
 
 touch "$TMP/outside.md"
-breaks detects-broken-link links README.md:6 README.md 'A [dead link](notes/missing.md).\n'
+breaks detects-broken-link links README.md:15 README.md 'A [dead link](notes/missing.md).\n'
 breaks detects-broken-anchor links docs/DESIGN.md:6 docs/DESIGN.md \
   'A [bad anchor](DESIGN.md#no-such-heading).\n'
-breaks detects-link-outside links README.md:6 README.md 'A [link out](../outside.md) of the tree.\n'
+breaks detects-link-outside links README.md:15 README.md 'A [link out](../outside.md) of the tree.\n'
 breaks detects-stale-path paths kernel/a.c:3 kernel/a.c '// Stale: the code moved out of kernel/gone.c:12.\n'
 breaks detects-stale-path-in-script paths scripts/tmp.sh:4 scripts/tmp.sh '# Stale: see scripts/gone.sh.\n'
 breaks detects-missing-document paths user/b.h:2 user/b.h '/* As MISSING.md says. */\n'
 breaks detects-stale-path-in-python-heredoc paths scripts/gen.sh:8 scripts/gen.sh \
   'python3 - <<PY\nx = 1  # from kernel/gone.py\nPY\n'
+breaks detects-unlisted-source layout kernel/b.c kernel/b.c '// Not in the Layout.\n'
+clean_tree
+sed -i 's|^kernel/   a.c|kernel/   a.c, gone.c|' "$TMP/t/README.md"
+expect_fail detects-listed-missing-file layout "README.md:11: gone.c"
 # Outside paths are built from pieces, so that this file names none itself.
 breaks detects-machine-path outside-paths kernel/a.c:3 kernel/a.c '// Written from /%s/notes/plan.md.\n' work
 breaks detects-shared-path outside-paths docs/DESIGN.md:6 docs/DESIGN.md \
