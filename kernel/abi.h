@@ -26,7 +26,7 @@
 #define SYS_thread_create 16  // thread_create(void (*entry)(void *), void *arg, void *stack_top) -> tid
 #define SYS_thread_exit 17    // thread_exit(int status)           -> does not return
 #define SYS_thread_join 18    // thread_join(int tid, int *status)  -> 0
-// TCP sockets (kernel/socket.c, over lwIP). IPv4 only; the address is always
+// TCP sockets (net/socket.c, over lwIP; the calls are in kernel/sys_net.c). IPv4 only; the address is always
 // the guest's own (10.0.2.15 under QEMU user networking).
 #define SYS_socket 19     // socket()                              -> fd of a new TCP socket
 #define SYS_bind 20       // bind(int fd, int port)                -> 0
@@ -112,7 +112,7 @@
 #define USER_STACK_TOP 0x7ff00000UL     // initial sp (argv strings sit just below)
 #define USER_STACK_SIZE 0x20000UL       // 128 KiB; the page below it is an unmapped guard
 #define USER_HEAP_MAX 0x60000000UL      // brk may not pass this
-#define USER_VDSO 0x70000000UL          // the shared scheduler image (issue 3, next step)
+#define USER_VDSO 0x70000000UL          // the shared scheduler image (vdso/), the same pages in every process
 #define USER_EXEC_PAGE 0x70100000UL     // the process's executor state (RW)
 #define USER_RING 0x70200000UL          // the completion ring (RW, shared with the kernel)
 #define USER_VVAR 0x70300000UL          // read-only kernel data (global priority bitmap)

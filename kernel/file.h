@@ -1,5 +1,5 @@
-// Open files: the console and the two ends of pipes, reference-counted so that
-// a child can share its parent's descriptors.
+// Open files: the console, the two ends of pipes and sockets (net/socket.c),
+// reference-counted so that a child can share its parent's descriptors.
 //
 // Reads and writes come in two forms. With may_block = 0 they never wait and
 // return -EAGAIN when they would have to; the system-call layer then hands the

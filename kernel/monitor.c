@@ -1,6 +1,7 @@
 // The console monitor: a stackful kernel coroutine that reads lines from the UART
-// and shows what the kernel is doing. Until user processes exist (the shell
-// comes with them), this is what `make qemu` boots into.
+// and shows what the kernel is doing. `make qemu ARGS=monitor` boots into it
+// (kernel/job.c), and so does a boot whose init cannot start; otherwise the
+// console belongs to init and the shell.
 #include "kco.h"
 #include "klib.h"
 #include "monitor.h"

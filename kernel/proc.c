@@ -1,4 +1,5 @@
-// Processes: creation from the program archive, the run queue, exit, wait, kill.
+// Processes and threads: creation from the program archive, the run queue,
+// thread create/exit/join, exit, wait, kill.
 #include "proc.h"
 #include "elf.h"
 #include "file.h"

@@ -1,8 +1,11 @@
-// Processes. A process is an address space, open files, and one user context;
-// it runs when a switching coroutine (kernel/switcher.c) picks it from the run
-// queue and enters U-mode with user_return(). Traps come back as the return of
-// that call. Blocking system calls run as kernel coroutines (kernel/syscall.c)
-// while the process waits in P_BLOCKED.
+// Processes and their threads. A process is an address space, open files, a
+// completion ring and up to MAXTHREADS user threads; a thread runs when a
+// switching coroutine (kernel/switcher.c) picks it from the run queue and enters
+// U-mode with user_return(). Traps come back as the return of that call.
+// Blocking system calls run as kernel coroutines (kernel/syscall.c, syswork.c)
+// while the calling thread waits in T_BLOCKED. A process's own state is only
+// P_FREE, P_EMBRYO (being built), P_RUNNING (alive) or P_ZOMBIE; P_RUNNABLE and
+// P_BLOCKED are not used.
 #ifndef PROC_H
 #define PROC_H
 #include <stdint.h>
@@ -102,7 +105,7 @@ void thread_make_runnable(struct thread *t);
 struct thread *runq_pop_wait(void);        // block the calling stackful coroutine until one is runnable
 
 uint32_t proc_runq_best(void);              // best priority waiting for a switcher, NPRIO if none
-uint64_t proc_runnable_bitmap(void);        // bit p: a runnable or running process has work of priority p          // block the calling stackful coroutine until one is runnable
+uint64_t proc_runnable_bitmap(void);        // bit p: a runnable or running process has work of priority p
 // The calling switcher's thread t stops for good (status for thread_join). The
 // last thread of a process to stop ends the process with p->exit_code.
 void thread_stop(struct thread *t, int status);

@@ -1,4 +1,4 @@
-// Switching coroutines (kernel/switcher.c): they run user processes.
+// Switching coroutines (kernel/switcher.c): they run user threads.
 #ifndef SWITCHER_H
 #define SWITCHER_H
 #include <stdint.h>

@@ -2,10 +2,14 @@
 // descriptor or pid gets a negative errno, never a kernel fault.
 //
 // Blocking calls are tried inline first. One that would have to wait returns
-// WOULD_BLOCK, and the call is handed to a stackful kernel coroutine, which repeats
-// it with may_block = 1 and makes the process runnable again when it is done. The
-// thread meanwhile sits in T_BLOCKED, and the switching coroutine runs others.
-// This is the COPS model: a system call becomes a kernel coroutine.
+// WOULD_BLOCK, and kernel/syswork.c hands the call to a kernel coroutine of the
+// kind the process's kernel mode picks (setkmode; syswork.c has the rules and
+// the exceptions): a stackless one that retries the call each time its event
+// fires, a stackful one that repeats it with may_block = 1 and blocks inside
+// it, or the process's polling thread. A synchronous caller's thread meanwhile
+// sits in T_BLOCKED and the switching coroutine runs others; an asynchronous
+// caller gets -EINPROGRESS and keeps running. This is the COPS model: a system
+// call becomes a kernel coroutine.
 #include "syscall.h"
 #include "file.h"
 #include "hart.h"

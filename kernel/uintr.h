@@ -1,14 +1,16 @@
-// User interrupts: the RISC-V N extension (NEXT.md), as one kernel interface with
+// User interrupts: the RISC-V N extension (docs/NEXT.md), as one kernel interface with
 // interchangeable backends.
 //
-//   emulated (kernel/uintr_emul.c, stock QEMU): each process has shadow u-CSRs;
-//     u-CSR accesses and `uret` trap as illegal instructions and are emulated;
-//     a pending interrupt is injected when the process returns to U-mode; a
-//     process running on another hart is sent an IPI so that happens promptly.
-//   native (a hart that implements N: our patched QEMU or the FPGA core) would
-//     set sideleg, swap the real u-CSRs per thread and set uip.USIP. Not built yet.
+//   emulated (kernel/uintr_emul.c, stock QEMU): each user thread has shadow
+//     u-CSRs; u-CSR accesses and `uret` trap as illegal instructions and are
+//     emulated; a pending interrupt is injected when the thread returns to
+//     U-mode; a thread running on another hart is sent an IPI so that happens
+//     promptly.
+//   native (for a hart that implements N; none exists here yet, so it is not
+//     built) would set sideleg, swap the real u-CSRs per thread and set uip.USIP.
 //
-// Callers use only these functions; the backend is chosen at boot.
+// Callers use only these functions, so a second backend can go behind them;
+// today the emulated one is the only one built (uintr_backend_name).
 #ifndef UINTR_H
 #define UINTR_H
 #include <stdint.h>

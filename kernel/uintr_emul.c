@@ -1,4 +1,4 @@
-// The emulated user-interrupt backend (see uintr.h and NEXT.md). The N
+// The emulated user-interrupt backend (see uintr.h and docs/NEXT.md). The N
 // extension's rules themselves (u-CSR masks and access checks, trap entry,
 // uret, which interrupt is deliverable) are kernel/nmodel.c, the same code the
 // RTL in hw/ is tested against; this file only decodes the trapping

@@ -1,5 +1,5 @@
 // The vDSO image (build/vdso.bin, built from vdso/ and linked at USER_VDSO),
-// embedded in the kernel. kernel/vdso.c copies it into pages once at boot and
+// embedded in the kernel. kernel/vdso_map.c copies it into pages once at boot and
 // maps those same physical pages into every process.
   .section .rodata
   .balign 8

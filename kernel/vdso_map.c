@@ -1,8 +1,8 @@
 // The vDSO (see vdso/vdso.h): the kernel keeps one physical copy of the image and
 // maps the same pages read+exec at USER_VDSO in every process, the way Linux
 // shares its vDSO. Each process also gets its own executor page at
-// USER_EXEC_PAGE, where the user runtime keeps its struct executor (the kernel
-// will read the ready bitmap from there).
+// USER_EXEC_PAGE, where the user runtime keeps its struct executor (kernel/prio.c
+// reads the ready bitmap from there).
 #include "vdso_map.h"
 #include "abi.h"
 #include "klib.h"

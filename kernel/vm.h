@@ -2,7 +2,7 @@
 //   - RAM is identity-mapped (virtual = physical): text read+exec, rodata read,
 //     everything else read+write.
 //   - Device registers are mapped at KMMIO_BASE + physical address, in the upper
-//     half, so that the lower half stays free for user processes later.
+//     half, so that the lower half stays free for user processes.
 #ifndef VM_H
 #define VM_H
 #include <stdint.h>

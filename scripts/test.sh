@@ -81,7 +81,16 @@ grep -q "^PASS client/build" "$LOGS/client.log" || fail "client/run" "no result 
 
 part_done host
 
-# ---- 1c. hw/: RTL lint, the differential test against kernel/nmodel.c, planted bugs ----
+# ---- 1c. the repository: links, paths named in comments and docs, README's
+#      Layout, no paths outside the tree; and proof that each check can fail ----
+bash scripts/check-repo.sh > "$LOGS/repo.log" 2>&1
+tally "" "$LOGS/repo.log" "PASS " "FAIL "
+grep -q "^\(PASS\|FAIL\) repo/links" "$LOGS/repo.log" || fail "repo/check" "no result (see $LOGS/repo.log)"
+bash tests/repo/test-check-repo.sh > "$LOGS/repo-selftest.log" 2>&1
+tally "" "$LOGS/repo-selftest.log" "PASS " "FAIL "
+grep -q "^PASS repo/check-repo-clean-tree-passes" "$LOGS/repo-selftest.log" || fail "repo/check-repo-selftest" "no result (see $LOGS/repo-selftest.log)"
+
+# ---- 1d. hw/: RTL lint, the differential test against kernel/nmodel.c, planted bugs ----
 BUILD=$BUILD bash scripts/hw-test.sh > "$LOGS/hw.log" 2>&1
 tally "" "$LOGS/hw.log" "PASS " "FAIL "
 grep -q "^[0-9]* passed, [0-9]* failed" "$LOGS/hw.log" || fail "hw/run" "no result (see $LOGS/hw.log)"

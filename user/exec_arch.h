@@ -1,7 +1,8 @@
 // User flavour of the executor lock (vdso/executor.c, as built into the vDSO and
-// into user programs). A plain spinlock for now; when user interrupts arrive, the
-// handler must not take this lock (it only drains the completion ring and calls
-// exec_wake from a context that masks them), see NEXT.md.
+// into user programs): a plain spinlock, with nothing to mask. The user-interrupt
+// handler never spins on it: the runtime takes it only inside a critical section
+// (the counter in user/cops.c), and a handler that interrupts one only marks the
+// ring drain as due, which the interrupted code does when it leaves the section.
 #ifndef EXEC_ARCH_H
 #define EXEC_ARCH_H
 #include <stdint.h>

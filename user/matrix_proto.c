@@ -1,5 +1,5 @@
 // The matrix-echo protocol engine: see matrix_proto.h for the interface and
-// /work/shared/PROTOCOL.md for the protocol.
+// docs/PROTOCOL.md for the protocol.
 //
 // Buffer layout. buf[start, len) holds the bytes received and not yet taken,
 // which are a sequence of messages: complete framed ones (each ending with

@@ -1,4 +1,4 @@
-// The matrix-echo wire protocol engine (/work/shared/PROTOCOL.md): splits the
+// The matrix-echo wire protocol engine (docs/PROTOCOL.md): splits the
 // bytes received on one connection into messages, parses them, squares
 // matrices and formats answers. Portable C11 with no library calls, so the
 // same file builds into the guest server (user/matrixd.c, freestanding) and on

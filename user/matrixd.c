@@ -14,7 +14,7 @@
 //   -q  print only the lines below (no warnings).
 //
 // A client connects, says "connect ok?", and sends n x n integer matrices; the
-// server answers each with its square (PROTOCOL.md). Every connection is served
+// server answers each with its square (docs/PROTOCOL.md). Every connection is served
 // by three parts, as in the paper: a receiver (socket -> requests), a handler
 // (request -> answer) and a sender (answers -> socket), linked by two queues.
 // The model, picked at run time, says what the parts are and how the kernel

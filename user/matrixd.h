@@ -11,7 +11,7 @@
 // Calls go down that list: matrixd.c starts a model, the models use the core,
 // and the core calls none of them.
 //
-// The wire protocol is /work/shared/PROTOCOL.md; user/matrix_proto.c parses and
+// The wire protocol is docs/PROTOCOL.md; user/matrix_proto.c parses and
 // formats it.
 #ifndef MATRIXD_H
 #define MATRIXD_H
@@ -46,7 +46,7 @@ extern struct md_config md_cfg;
 // its receiver stops reading: a peer that sends but never reads can cost only
 // this much memory.
 #define MD_MAX_OUTSTANDING 16
-// The bad-input rule for a request that stops mid-way (PROTOCOL.md).
+// The bad-input rule for a request that stops mid-way (docs/PROTOCOL.md, "Timing rules").
 #define MD_STALL_MS 2000
 // A send that has not moved for this long (the peer does not read, or is gone
 // without a word) ends its connection.

@@ -2,8 +2,9 @@
 # code, which must continue untouched: save the caller-saved registers on its
 # stack (RISC-V has no red zone below sp), run the C handler (which preserves the
 # callee-saved ones, as any C function does), restore, and uret -- an emulated
-# instruction on stock QEMU, written as a word because assemblers no longer
-# know the N extension.
+# instruction on stock QEMU, written as a word so as not to depend on the
+# assembler still knowing the N extension, which the ratified spec dropped
+# (docs/NEXT.md).
         .globl cops_uintr_entry
         .balign 4
 cops_uintr_entry:

@@ -2,7 +2,7 @@
 // kernel and (through the vDSO) by user processes. This header is the whole
 // interface; vdso/executor.c is the single implementation both sides link.
 //
-// Model (DESIGN.md "Execution model"):
+// Model (docs/DESIGN.md, "Execution model"):
 //   - NPRIO priorities, 0 highest. Ready coroutines wait in one intrusive FIFO per
 //     priority; bit p of `bitmap` is set exactly when queue p is non-empty, so the
 //     best ready priority is count-trailing-zeros(bitmap): O(1) fetch-highest.
@@ -37,7 +37,9 @@ enum co_poll { CO_PENDING = 0, CO_YIELD = 1, CO_DONE = 2 };
 
 // States, as in the COPS paper's model. A slot is FREE between exit and reuse.
 // SUSPENDED is "running-suspended": the coroutine trapped into the kernel while
-// running (user coroutines only; a kernel coroutine never is).
+// running. exec_check accepts it, but nothing sets it yet: a user coroutine that
+// traps stays RUNNING in its executor, and a kernel coroutine that takes a trap
+// continues right after the handler, on the same stack.
 enum co_state { CO_FREE = 0, CO_READY, CO_RUNNING, CO_BLOCKED, CO_SUSPENDED };
 
 enum co_kind { CO_STACKLESS = 0, CO_STACKFUL = 1 };

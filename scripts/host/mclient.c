@@ -1,4 +1,4 @@
-// mclient: the matrix-echo latency client (/work/shared/PROTOCOL.md), a C
+// mclient: the matrix-echo latency client (docs/PROTOCOL.md), a C
 // version of the COPS evaluation client. Opens N TCP connections to matrixd
 // (or scripts/host/mserver.c); each sends an n x n request every interval and
 // waits for the answer, which it checks against its own A*A. Reports latency

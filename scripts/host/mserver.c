@@ -1,4 +1,4 @@
-// mserver: a small host matrix-echo server (/work/shared/PROTOCOL.md) built on
+// mserver: a small host matrix-echo server (docs/PROTOCOL.md) built on
 // the same protocol engine as the guest's matrixd (user/matrix_proto.c). It
 // lets mclient and the engine be tested without QEMU. One thread, one epoll
 // set, non-blocking sockets.

@@ -1,6 +1,6 @@
 // Host flavour of the executor's lock: a test-and-set spinlock on GCC atomics.
-// (The kernel's kernel/exec_arch.h also masks interrupts; user code's will mask
-// user interrupts.)
+// (The kernel's kernel/exec_arch.h also masks interrupts; user/exec_arch.h masks
+// nothing, because the user-interrupt handler never takes the lock: see there.)
 #ifndef EXEC_ARCH_H
 #define EXEC_ARCH_H
 #include <sched.h>

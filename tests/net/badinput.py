@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bad input against a running matrixd (PROTOCOL.md, "Bad input").
+"""Bad input against a running matrixd (docs/PROTOCOL.md, "Errors").
 
     tests/net/badinput.py [-H host] -p port [-n max_n]
 
