@@ -90,7 +90,10 @@ boot_matrixd() {
   local log=$1
   PORT=$(free_port)
   qemu_cmd "$2" 256M "$3" "$PORT"
-  "${QEMU_CMD[@]}" < /dev/null > "$log" 2>&1 &
+  # Empty the log first: the loop below must not find a previous run's lines
+  # before the background QEMU has opened (and truncated) the file.
+  : > "$log"
+  "${QEMU_CMD[@]}" < /dev/null >> "$log" 2>&1 &
   QPID=$!
   for _ in $(seq 1 600); do
     tr -d '\r' < "$log" | grep -q "^matrixd: baseline " && return 0

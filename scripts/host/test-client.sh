@@ -37,10 +37,13 @@ WHY= SPID= PORT= RC=0
 start_server() {
   local name=$1
   shift
-  "$MSERVER" -p 0 "$@" > "$OUT/$name.server.out" 2> "$OUT/$name.server.err" &
+  # Empty the output first: the loop below must not read a previous run's port
+  # before the background server has opened (and truncated) the file.
+  : > "$OUT/$name.server.out"
+  "$MSERVER" -p 0 "$@" >> "$OUT/$name.server.out" 2> "$OUT/$name.server.err" &
   SPID=$!
   PORT=
-  for _ in $(seq 50); do
+  for _ in $(seq 300); do      # 30 s at most: a safety net
     PORT=$(sed -n 's/^mserver: listening on .*:\([0-9]*\)$/\1/p' "$OUT/$name.server.out")
     [ -n "$PORT" ] && return 0
     sleep 0.1
