@@ -2,6 +2,7 @@
 // harts through SBI HSM, picks the job named on the command line (bootargs) and
 // joins the executor loop. Every hart ends in sched_loop().
 #include "poweroff.h"
+#include "uintr.h"
 #include "board.h"
 #include "hart.h"
 #include "initrd.h"
@@ -63,6 +64,7 @@ static void hart_setup(void) {
   kvm_enable_hart();
   plic_init_hart();
   timer_init_hart();
+  uintr_init_hart();
   this_hart()->online = 1;
   __atomic_fetch_add(&nharts_online, 1, __ATOMIC_SEQ_CST);
 }
@@ -100,6 +102,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
   palloc_init((uint64_t)_kernel_end, board.mem_base + board.mem_size);
   kmalloc_init();
   kvm_init(&board);
+  uintr_select(board.has_n);
   hart_setup();
   poweroff_init(&board);  // paging is on: the exit-status device can be reached
   plic_init();
@@ -115,6 +118,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
           nharts_online, (unsigned long)(board.mem_size >> 20),
           (unsigned long)(ps.free_pages * PAGE_SIZE >> 20), timer_uses_sstc() ? "sstc" : "sbi",
           board.nvirtio);
+  kprintf("uintr: user interrupts %s\n", uintr_backend_name());
   if (board.nharts_found > BOARD_MAX_HARTS)
     kprintf("coral: the device tree lists %u harts; using %u\n", board.nharts_found, BOARD_MAX_HARTS);
   if (nharts_online < board.nharts)

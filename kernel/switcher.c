@@ -69,6 +69,7 @@ static enum run_end run_thread(struct thread *t) {
     ring_flush(t);
     uintr_deliver(t);
     user_return(&t->uc);
+    uintr_leave(t);
     __atomic_store_n(&t->on_hart, -1, __ATOMIC_SEQ_CST);
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
     p->traps++;

@@ -1,16 +1,21 @@
-// User interrupts: the RISC-V N extension (docs/NEXT.md), as one kernel interface with
-// interchangeable backends.
+// User interrupts: the RISC-V N extension (docs/NEXT.md), as one kernel
+// interface with two backends, chosen at boot from the device tree:
 //
-//   emulated (kernel/uintr_emul.c, stock QEMU): each user thread has shadow
-//     u-CSRs; u-CSR accesses and `uret` trap as illegal instructions and are
-//     emulated; a pending interrupt is injected when the thread returns to
-//     U-mode; a thread running on another hart is sent an IPI so that happens
-//     promptly.
-//   native (for a hart that implements N; none exists here yet, so it is not
-//     built) would set sideleg, swap the real u-CSRs per thread and set uip.USIP.
+//   emulated (kernel/uintr_emul.c; stock QEMU, or any hart without N): each
+//     user thread has shadow u-CSRs; u-CSR accesses and `uret` trap as illegal
+//     instructions and are emulated; a pending interrupt is injected when the
+//     thread returns to U-mode.
+//   native (kernel/uintr_native.c; every hart's riscv,isa names N, e.g. our
+//     patched QEMU with -cpu rv64,n=on): sideleg delegates the user software
+//     interrupt to U; the real u-CSRs are loaded when a thread enters U-mode and
+//     saved when it leaves, and a pending interrupt is handed to the hardware
+//     (uip.USIP), which enters the handler itself.
 //
-// Callers use only these functions, so a second backend can go behind them;
-// today the emulated one is the only one built (uintr_backend_name).
+// Both keep each thread's N state in one struct nm_hart (kernel/nmodel.h, the
+// model the RTL is tested against), and post the same way: set the thread's
+// USIP bit (from any hart) and, if the thread is in U-mode on another hart,
+// interrupt that hart so the delivery happens at once. What a thread sees is
+// the same on both; the same user binaries run on both.
 #ifndef UINTR_H
 #define UINTR_H
 #include <stdint.h>
@@ -18,24 +23,33 @@
 
 struct thread;
 
-// Shadow u-CSR state of one user thread: the N extension's architectural
-// state as kernel/nmodel.h defines it (the same model the RTL is tested
-// against), plus two counters.
+// One user thread's N state and two counters.
 struct uintr_state {
   struct nm_hart n;            // n.uip (USIP) is set by uintr_post from any hart
   uint64_t posted;             // how many times an interrupt was raised
-  uint64_t delivered;          // how many times the handler was entered
+  uint64_t delivered;          // handler entries the kernel made (emulated only)
 };
+
+// At boot, before any hart calls uintr_init_hart: native if every hart has N.
+void uintr_select(int native);
+// Each hart, once (native: sideleg, sedeleg).
+void uintr_init_hart(void);
+const char *uintr_backend_name(void);
 
 void uintr_init(struct thread *t);
 // Raise a user software interrupt for thread t (from any hart, any kernel coroutine).
 void uintr_post(struct thread *t);
-// Before returning t to U-mode: enter its handler if one is pending and enabled.
-void uintr_deliver(struct thread *t);
-// An illegal-instruction trap from t: emulate it if it is a u-CSR access or uret.
-// Returns 1 if emulated (pc advanced), 0 if the process really is at fault.
-int uintr_illegal(struct thread *t, uint32_t insn);
 int uintr_pending(struct thread *t);
-const char *uintr_backend_name(void);
+// Just before t returns to U-mode (interrupts off): make its N state current
+// (emulated: enter its handler if an interrupt is pending and enabled;
+// native: load the u-CSRs and hand over a pending USIP).
+void uintr_deliver(struct thread *t);
+// Just after t trapped out of U-mode (interrupts off): native: save the
+// u-CSRs (a USIP the handler has not taken stays pending). Emulated: nothing.
+void uintr_leave(struct thread *t);
+// An illegal-instruction trap from t: emulate it if it is a u-CSR access or uret.
+// Returns 1 if emulated (pc advanced), 0 if the process really is at fault
+// (always 0 on native harts, where those instructions do not trap).
+int uintr_illegal(struct thread *t, uint32_t insn);
 
 #endif

@@ -8,10 +8,8 @@
 // no exception is delegated to U. OpenSBI does not delegate illegal
 // instructions, so each emulated access costs an M-mode round trip before it
 // reaches us.
-#include "uintr.h"
-#include "hart.h"
+#include "uintr_backend.h"
 #include "proc.h"
-#include "sbi.h"
 
 #define OPCODE_SYSTEM 0x73
 
@@ -20,33 +18,7 @@ static const struct nm_env user_env = {
   .priv = NM_PRIV_U, .mideleg = NM_U_INTS, .medeleg = 0, .lines = 0,
 };
 
-const char *uintr_backend_name(void) { return "emulated"; }
-
-void uintr_init(struct thread *t) {
-  t->ui = (struct uintr_state){ 0 };
-  // What S-mode does once per thread on a real N hart: csrw sideleg.
-  const struct nm_env kernel_env = { .priv = NM_PRIV_S, .mideleg = NM_U_INTS };
-  uint64_t old;
-  nm_csr_access(&t->ui.n, &kernel_env, NM_CSR_SIDELEG, NM_CSRRW, NM_U_INTS, 1, &old);
-}
-
-int uintr_pending(struct thread *t) {
-  return (nm_uip(&t->ui.n, &user_env) & NM_USIP) != 0;
-}
-
-void uintr_post(struct thread *t) {
-  nm_raise(&t->ui.n, NM_USIP);
-  __atomic_fetch_add(&t->ui.posted, 1, __ATOMIC_RELAXED);
-  waitq_wake_all(&t->uwait);
-  // Running on another hart right now? Interrupt it, so the delivery happens at
-  // once rather than at its next tick. (The switcher publishes the hart before
-  // it checks for pending interrupts: one of the two sides sees the other.)
-  int h = __atomic_load_n(&t->on_hart, __ATOMIC_SEQ_CST);
-  if (h >= 0 && (uint32_t)h != this_hart()->index)
-    sbi_send_ipi(1, harts[h].hartid);
-}
-
-void uintr_deliver(struct thread *t) {
+void uintr_emul_deliver(struct thread *t) {
   // Every return to U passes here. A thread has no hardware lines, so nothing
   // is deliverable while its uip is 0: skip the model's full check then.
   if (__atomic_load_n(&t->ui.n.uip, __ATOMIC_RELAXED) == 0)
@@ -58,7 +30,7 @@ void uintr_deliver(struct thread *t) {
   t->ui.delivered++;
 }
 
-int uintr_illegal(struct thread *t, uint32_t insn) {
+int uintr_emul_illegal(struct thread *t, uint32_t insn) {
   if (insn == NM_INSN_URET)
     return nm_uret(&t->ui.n, &user_env, &t->uc.pc) == 0;
   if ((insn & 0x7f) != OPCODE_SYSTEM)

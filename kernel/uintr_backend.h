@@ -1,0 +1,16 @@
+// The two user-interrupt backends behind kernel/uintr.c (see uintr.h). Only
+// uintr.c calls these.
+#ifndef UINTR_BACKEND_H
+#define UINTR_BACKEND_H
+#include "uintr.h"
+
+// kernel/uintr_emul.c
+void uintr_emul_deliver(struct thread *t);
+int uintr_emul_illegal(struct thread *t, uint32_t insn);
+
+// kernel/uintr_native.c
+void uintr_native_init_hart(void);
+void uintr_native_enter(struct thread *t);
+void uintr_native_leave(struct thread *t);
+
+#endif

@@ -1,0 +1,77 @@
+// The native user-interrupt backend (see uintr.h and docs/NEXT.md), for harts
+// that implement the N extension. The hardware does what uintr_emul.c
+// emulates: u-CSR accesses and `uret` run in U-mode without a trap, and a
+// delegated USIP enters the thread's handler by itself (uepc, ucause, UPIE,
+// pc <- utvec) as soon as the thread is in U-mode with UIE and USIE set.
+// The kernel's part is per hart and per switch:
+//   - each hart delegates the user software interrupt to U (sideleg = USIP)
+//     and no exception (sedeleg = 0); the firmware must have delegated USIP to
+//     S in mideleg (our QEMU patch hardwires mideleg's U bits, hw/qemu/);
+//   - entering U, a thread's saved u-CSRs (struct nm_hart, the same record the
+//     emulation keeps) are loaded, with UIE/UPIE into sstatus, and a USIP that
+//     was posted while it was away is handed to the hardware (uip);
+//   - leaving U, they are saved again, and a USIP the handler has not taken yet
+//     goes back into the record, so a post is never lost or given to the next
+//     thread on this hart.
+// Assemblers no longer know the u-CSR names (N was dropped from the spec), so
+// the CSRs are named by number.
+#include "uintr_backend.h"
+#include "proc.h"
+#include "riscv.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)       // expands num first: the asm sees the number
+#define UCSR_READ(num) ({ uint64_t v_; __asm__ volatile("csrr %0, " STR(num) : "=r"(v_)); v_; })
+#define UCSR_WRITE(num, val) __asm__ volatile("csrw " STR(num) ", %0" :: "r"((uint64_t)(val)) : "memory")
+#define UCSR_SET(num, bits) __asm__ volatile("csrs " STR(num) ", %0" :: "r"((uint64_t)(bits)) : "memory")
+#define UCSR_CLEAR(num, bits) __asm__ volatile("csrc " STR(num) ", %0" :: "r"((uint64_t)(bits)) : "memory")
+
+// CSR numbers (kernel/nmodel.h has them as NM_CSR_*; asm needs literals).
+#define UIE      0x004
+#define UTVEC    0x005
+#define USCRATCH 0x040
+#define UEPC     0x041
+#define UCAUSE   0x042
+#define UTVAL    0x043
+#define UIP      0x044
+#define SEDELEG  0x102
+#define SIDELEG  0x103
+
+#define USTATUS_BITS (NM_USTATUS_UIE | NM_USTATUS_UPIE)   // ustatus lives in sstatus
+
+void uintr_native_init_hart(void) {
+  UCSR_WRITE(SEDELEG, 0);
+  UCSR_WRITE(SIDELEG, NM_USIP);
+  UCSR_CLEAR(UIP, NM_USIP);
+}
+
+void uintr_native_enter(struct thread *t) {
+  struct nm_hart *n = &t->ui.n;
+  UCSR_WRITE(UTVEC, n->utvec);
+  UCSR_WRITE(USCRATCH, n->uscratch);
+  UCSR_WRITE(UEPC, n->uepc);
+  UCSR_WRITE(UCAUSE, n->ucause);
+  UCSR_WRITE(UTVAL, n->utval);
+  UCSR_WRITE(UIE, n->uie);
+  csr_clear(sstatus, USTATUS_BITS);
+  csr_set(sstatus, n->ustatus & USTATUS_BITS);
+  // Take the posted bit: from here on a post from another hart sets it again
+  // (and interrupts this hart), so nothing falls between the two.
+  if (__atomic_exchange_n(&n->uip, 0, __ATOMIC_SEQ_CST) & NM_USIP)
+    UCSR_SET(UIP, NM_USIP);
+}
+
+void uintr_native_leave(struct thread *t) {
+  struct nm_hart *n = &t->ui.n;
+  n->utvec = UCSR_READ(UTVEC);
+  n->uscratch = UCSR_READ(USCRATCH);
+  n->uepc = UCSR_READ(UEPC);
+  n->ucause = UCSR_READ(UCAUSE);
+  n->utval = UCSR_READ(UTVAL);
+  n->uie = UCSR_READ(UIE);
+  n->ustatus = csr_read(sstatus) & USTATUS_BITS;
+  if (UCSR_READ(UIP) & NM_USIP) {       // posted, not yet taken by the handler
+    UCSR_CLEAR(UIP, NM_USIP);
+    nm_raise(n, NM_USIP);
+  }
+}
