@@ -6,7 +6,7 @@
 // The kernel's part is per hart and per switch:
 //   - each hart delegates the user software interrupt to U (sideleg = USIP)
 //     and no exception (sedeleg = 0); the firmware must have delegated USIP to
-//     S in mideleg (our QEMU patch hardwires mideleg's U bits, hw/qemu/);
+//     S in mideleg (our QEMU patch hardwires mideleg's U bits for that);
 //   - entering U, a thread's saved u-CSRs (struct nm_hart, the same record the
 //     emulation keeps) are loaded, with UIE/UPIE into sstatus, and a USIP that
 //     was posted while it was away is handed to the hardware (uip);
