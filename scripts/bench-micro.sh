@@ -19,6 +19,26 @@ ulog=$BUILD/bench-micro-user.log
 timeout 600 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
   -smp 1 -m 256M -icount shift=0 -append "user=ubench" < /dev/null > "$ulog" 2>&1 || true
 tr -d '\r' < "$ulog" | grep '^BENCH name=' >> "$log" || true
+# Third run, when our QEMU with the N extension is built (make qemu-n): the same
+# user benchmarks on native user interrupts. Its rows get a _native suffix (the
+# u-CSR read is then a plain instruction: user_csr_read_native).
+QEMU_N=${QEMU_N:-$BUILD/qemu-n/qemu-system-riscv64}
+nlog=$BUILD/bench-micro-native.log
+native=0
+if [ -x "$QEMU_N" ]; then
+  timeout 600 "$QEMU_N" -machine virt -cpu rv64,n=on -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
+    -nographic -smp 1 -m 256M -icount shift=0 -append "user=ubench" < /dev/null > "$nlog" 2>&1 || true
+  if grep -q '^BENCH USER DONE' "$nlog" && grep -q "user interrupts native" "$nlog"; then
+    native=1
+    tr -d '\r' < "$nlog" | grep '^BENCH name=' |
+      sed -e 's/^BENCH name=user_emulated_csr_read /BENCH name=user_csr_read /' \
+          -e 's/^BENCH name=\([^ ]*\) /BENCH name=\1_native /' >> "$log"
+  else
+    echo "bench-micro: the native run did not finish; see $nlog" >&2
+  fi
+else
+  echo "bench-micro: no $QEMU_N (make qemu-n builds it): native rows skipped" >&2
+fi
 tr -d '\r' < "$log" | grep '^BENCH name=' || true
 if ! grep -q '^BENCH DONE' "$log" || ! grep -q '^BENCH USER DONE' "$ulog"; then
   echo "bench-micro: a benchmark run did not finish; see $log and $ulog" >&2
@@ -60,6 +80,9 @@ full=$(value yield_resume_fullsave)
       user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor" ;;
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
+      user_csr_read_native) what="user: one u-CSR read on a hart with N (our QEMU, -cpu rv64,n=on): a plain instruction" ;;
+      user_async_roundtrip_native) what="the async round trip with native user interrupts: the hardware enters the handler, uret and the u-CSR accesses do not trap" ;;
+      *_native) what="the row above it, on native user interrupts (our QEMU, -cpu rv64,n=on)" ;;
       process_switch_yield) what="user: one process switch, two processes calling yield() in turn" ;;
       thread_switch_yield) what="user: one thread switch, two threads of a process calling yield() in turn" ;;
       *) what="" ;;
@@ -76,6 +99,11 @@ full=$(value yield_resume_fullsave)
   echo "| idle stackless coroutine <= 128 bytes | $(value idle_stackless_bytes) | $(within "$(value idle_stackless_bytes)" 128) |"
   echo "| async round trip (emulated) <= 3000 instructions | $(value user_async_roundtrip) | $(within "$(value user_async_roundtrip)" 3000) |"
   echo "| user coroutine switch <= 30 instructions | $(value user_switch_stackless) | $(within "$(value user_switch_stackless)" 30) |"
+  if [ $native = 1 ]; then
+    echo "| async round trip (native N) <= 1000 instructions | $(value user_async_roundtrip_native) | $(within "$(value user_async_roundtrip_native)" 1000) |"
+  else
+    echo "| async round trip (native N) <= 1000 instructions | not measured: no \\`make qemu-n\\` build | |"
+  fi
   echo
   cat <<'NOTES'
 ## Reading the figures
@@ -99,6 +127,15 @@ full=$(value yield_resume_fullsave)
   interrupt costs two of them in the handler (clear USIP, uret). The rest of the
   round trip is the async submit (a system call), spawning and running a
   stackful kernel coroutine, the ring write, the injection, and the wake.
+- The `_native` rows run the same binary on our QEMU with the N extension
+  (hw/qemu, `-cpu rv64,n=on`). A u-CSR access is then one instruction instead
+  of an M-mode round trip, and the handler is entered by the hardware, which
+  takes about 1,700 instructions off the async round trip. What remains is the
+  kernel's path (the async submit, a stackful kernel coroutine, the ring, the
+  switch back to the process), the same on both backends: that is where a
+  round trip near 1,000 instructions has to come from. Every trap also costs
+  about 50 instructions more on native harts, for saving and loading the
+  thread's u-CSRs.
 - A user coroutine switch goes through the vDSO entry table (an indirect call),
   the runtime's critical-section counter, and the executor lock; the kernel's
   own dispatch figure above is the same executor without those.
