@@ -82,7 +82,7 @@ full=$(value yield_resume_fullsave)
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
       user_csr_read_native) what="user: one u-CSR read on a hart with N (our QEMU, -cpu rv64,n=on): a plain instruction" ;;
       user_async_roundtrip_native) what="the async round trip with native user interrupts: the hardware enters the handler, uret and the u-CSR accesses do not trap" ;;
-      *_native) what="the row above it, on native user interrupts (our QEMU, -cpu rv64,n=on)" ;;
+      *_native) what="the row of the same name without _native, on native user interrupts (our QEMU, -cpu rv64,n=on)" ;;
       process_switch_yield) what="user: one process switch, two processes calling yield() in turn" ;;
       thread_switch_yield) what="user: one thread switch, two threads of a process calling yield() in turn" ;;
       *) what="" ;;
