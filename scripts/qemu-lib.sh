@@ -3,6 +3,8 @@
 # behind a host port. Sourced, not run. The Makefile's QEMUOPTS is the same board.
 BUILD=${BUILD:-build}
 QEMU=${QEMU:-qemu-system-riscv64}
+# -cpu for every run, if set: e.g. QEMU_CPU=rv64,n=on with hw/qemu's QEMU.
+QEMU_CPU=${QEMU_CPU:-}
 OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
 # Wall-clock limit of one QEMU run: a safety net only. Runs end through SBI
 # system reset; a run that hits this limit has hung and counts as a failure.
@@ -13,8 +15,9 @@ QEMU_LIMIT=${QEMU_LIMIT:-600}
 # with HOSTPORT on 127.0.0.1 forwarded to the guest's port 80 if given.
 coral_qemu() {
   local fwd=${4:+,hostfwd=tcp:127.0.0.1:$4-:80}
-  timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp "$1" -m "$2" -global virtio-mmio.force-legacy=false \
+  timeout "$QEMU_LIMIT" "$QEMU" -machine virt ${QEMU_CPU:+-cpu "$QEMU_CPU"} \
+    -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic -smp "$1" -m "$2" \
+    -global virtio-mmio.force-legacy=false \
     -netdev "user,id=net0$fwd" -device virtio-net-device,netdev=net0 -append "$3"
 }
 
