@@ -284,9 +284,18 @@ static void u_main(void) {
   check("usi-ucause", u_cause[0], INTR | 0);
   check("usi-uepc", u_epc[0], at);
   check("usi-entry-UPIE1-UIE0", u_status[0], USTATUS_UPIE);
-  check("uret-UIE-back", csr_read(USTATUS) & USTATUS_UIE, USTATUS_UIE);
+  check("uret-UIE-UPIE-back", csr_read(USTATUS), USTATUS_UIE | USTATUS_UPIE);
   check("usip-cleared-by-handler", csr_read(UIP) & MIP_USIP, 0);
   check("sstatus-shows-UIE", ecall(CMD_READ_SSTATUS) & USTATUS_UIE, USTATUS_UIE);
+
+  // 1b. uret outside a handler: UIE <- UPIE (0 here), UPIE <- 1, pc <- uepc.
+  uint64_t skipped = 0;
+  csr_write(USTATUS, 0);
+  asm volatile("la t0, 1f\ncsrw 0x041, t0\n.word 0x00200073\nli %0, 1\n1:"
+               : "+r"(skipped) :: "t0", "memory");
+  check("uret-jumps-to-uepc", skipped, 0);
+  check("uret-UPIE0-gives-UIE0-UPIE1", csr_read(USTATUS), USTATUS_UPIE);
+  csr_write(USTATUS, USTATUS_UIE);
 
   // 2. With UIE=0 the interrupt waits; setting UIE takes it.
   u_reset();
