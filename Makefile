@@ -146,6 +146,7 @@ clean:
 
 # Host tools: the latency client and a host server (make client).
 include scripts/host/host.mk
+include hw/qemu/qemu.mk
 
 -include $(KOBJ:.o=.d)
 include hw/hw.mk

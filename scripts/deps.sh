@@ -7,10 +7,33 @@
 #   scripts/deps.sh --hw       only the RTL tools of hw/ (verilator, yosys)
 #   scripts/deps.sh --lwip DIR lwIP 2.1.3 from Debian's source package, unpacked
 #                              into DIR/lwip-2.1.3 (an ignored build folder)
+#   scripts/deps.sh --deb-src PKG VER  make sure apt can fetch source package
+#                              PKG at version VER (adds a deb-src entry if not;
+#                              hw/qemu/build.sh uses it for QEMU)
 set -euo pipefail
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# Make sure `apt-get source PKG` can find version VER (a prefix is enough).
+ensure_deb_src() {
+  local pkg=$1 ver=$2
+  # grep reads all of the output: with -q it could exit first, and pipefail
+  # would then see apt-cache die of SIGPIPE and report "not found".
+  if ! apt-cache showsrc "$pkg" 2>/dev/null | grep -F "Version: $ver" > /dev/null; then
+    # No deb-src entry yet: add one with the same URI and suite as the
+    # machine's own Debian entry.
+    local uri suite
+    uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    suite=$(awk '/^Suites:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$uri" ] || uri=http://deb.debian.org/debian
+    [ -n "$suite" ] || suite=bookworm
+    echo "deps.sh: adding a deb-src entry for $uri $suite (to fetch $pkg's source package)"
+    printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$uri" "$suite" | $SUDO tee /etc/apt/sources.list.d/coral-src.sources > /dev/null
+    $SUDO apt-get update -qq
+  fi
+}
 
 # lwIP is third-party source: it is never committed, only fetched. Debian's
 # source package is the upstream release (the orig tarball, with a few files
@@ -19,19 +42,7 @@ SUDO=""
 fetch_lwip() {
   local dir=$1 ver=2.1.3
   [ -f "$dir/lwip-$ver/src/core/tcp.c" ] && return 0
-  if ! apt-cache showsrc lwip 2>/dev/null | grep -q "^Version: $ver"; then
-    # No deb-src entry yet: add one with the same URI and suite as the
-    # machine's own Debian entry.
-    local uri suite
-    uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    suite=$(awk '/^Suites:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    [ -n "$uri" ] || uri=http://deb.debian.org/debian
-    [ -n "$suite" ] || suite=bookworm
-    echo "deps.sh: adding a deb-src entry for $uri $suite (to fetch lwIP's source package)"
-    printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-      "$uri" "$suite" | $SUDO tee /etc/apt/sources.list.d/coral-src.sources > /dev/null
-    $SUDO apt-get update -qq
-  fi
+  ensure_deb_src lwip "$ver"
   local tmp
   tmp=$(mktemp -d)
   echo "deps.sh: fetching lwIP $ver (Debian source package) into $dir"
@@ -48,6 +59,10 @@ fetch_lwip() {
 
 if [ "${1:-}" = "--lwip" ]; then
   fetch_lwip "${2:?usage: deps.sh --lwip DIR}"
+  exit 0
+fi
+if [ "${1:-}" = "--deb-src" ]; then
+  ensure_deb_src "${2:?usage: deps.sh --deb-src PKG VER}" "${3:?usage: deps.sh --deb-src PKG VER}"
   exit 0
 fi
 

@@ -3,6 +3,8 @@
 # behind a host port. Sourced, not run. The Makefile's QEMUOPTS is the same board.
 BUILD=${BUILD:-build}
 QEMU=${QEMU:-qemu-system-riscv64}
+# -cpu for every run, if set: e.g. QEMU_CPU=rv64,n=on with hw/qemu's QEMU.
+QEMU_CPU=${QEMU_CPU:-}
 OPENSBI=${OPENSBI:-/usr/lib/riscv64-linux-gnu/opensbi/generic/fw_dynamic.bin}
 # Wall-clock limit of one QEMU run: a safety net only. Runs end through SBI
 # system reset; a run that hits this limit has hung and counts as a failure.
@@ -15,14 +17,16 @@ export CORAL_RUN_TAG=${CORAL_RUN_TAG:-coral-run-$$-$RANDOM}
 # qemu_cmd SMP MEM ARGS [HOSTPORT]: set QEMU_CMD to the command that boots the
 # kernel with kernel command line ARGS; the virtio-net card (modern
 # virtio-mmio) sits on QEMU's user network, with HOSTPORT on 127.0.0.1
-# forwarded to the guest's port 80 if given. QEMU_EXTRA adds options (e.g.
+# forwarded to the guest's port 80 if given. QEMU_CPU sets -cpu (e.g.
+# rv64,n=on with hw/qemu's QEMU); QEMU_EXTRA adds options (e.g.
 # "-icount shift=0,sleep=off"). The command is timeout running QEMU: started
 # as a simple command with `&`, $! is timeout's pid, and killing it ends QEMU
 # too (timeout passes the signal on).
 qemu_cmd() {
   local fwd=${4:+,hostfwd=tcp:127.0.0.1:$4-:80}
   # shellcheck disable=SC2206 # QEMU_EXTRA is a list of options
-  QEMU_CMD=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf"
+  QEMU_CMD=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt ${QEMU_CPU:+-cpu "$QEMU_CPU"}
+    -bios "$OPENSBI" -kernel "$BUILD/kernel.elf"
     -nographic -smp "$1" -m "$2" -global virtio-mmio.force-legacy=false
     -netdev "user,id=net0$fwd" -device virtio-net-device,netdev=net0 ${QEMU_EXTRA:-} -append "$3")
 }

@@ -22,10 +22,7 @@ source scripts/qemu-lib.sh     # BUILD, QEMU, OPENSBI, QEMU_LIMIT, coral_qemu
 LOGS=$BUILD/test-logs
 mkdir -p "$LOGS" "$BUILD/host"
 
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+source scripts/check-lib.sh    # passed, failed, pass, fail, tally
 
 # How long each part took, for the closing lines (a slower test run shows).
 timings=()
@@ -35,17 +32,6 @@ summary() {
   local IFS=,
   echo "time:${timings[*]/#/ } (total $((SECONDS))s)"
   echo "$passed passed, $failed failed"
-}
-
-# Count PASS/FAIL lines printed by a test binary or the kernel.
-tally() {   # tally PREFIX LOGFILE PASS_PATTERN FAIL_PATTERN
-  local prefix=$1 log=$2 pp=$3 fp=$4 line
-  while IFS= read -r line; do
-    case "$line" in
-      "$pp"*) pass "$prefix${line#"$pp"}" ;;
-      "$fp"*) local rest=${line#"$fp"}; fail "$prefix${rest%%:*}" "${rest#*: }" ;;
-    esac
-  done < <(tr -d '\r' < "$log")
 }
 
 # ---- 1. host unit tests ----

@@ -1,0 +1,370 @@
+// Bare-metal test of Coral's QEMU N-extension patch (hw/qemu/0001-*.patch).
+// QEMU virt, -bios none, one hart: it starts here in M-mode, drops to S-mode
+// and then to U-mode the way firmware and a kernel would, and checks the N
+// chapter from each side. Every check prints "PASS name" or "FAIL name: why"
+// on the UART; the last line is "ntest: N passed, N failed", then the
+// sifive_test device powers QEMU off (exit status 0 only if nothing failed).
+// With -cpu rv64,n=on it checks N; with n off (the default) that none of it
+// exists, i.e. that the patch leaves a stock hart alone.
+#include <stdint.h>
+
+#define UART_THR ((volatile uint8_t *)0x10000000UL)  // ns16550a on virt
+#define TEST_DEV ((volatile uint32_t *)0x100000UL)   // sifive_test on virt
+
+// N-extension CSRs, by number: binutils 2.40 no longer names all of them.
+#define USTATUS 0x000
+#define UIE 0x004
+#define UTVEC 0x005
+#define USCRATCH 0x040
+#define UEPC 0x041
+#define UCAUSE 0x042
+#define UTVAL 0x043
+#define UIP 0x044
+#define SEDELEG 0x102
+#define SIDELEG 0x103
+
+#define USTATUS_UIE 0x1
+#define USTATUS_UPIE 0x10
+#define MIP_USIP 0x1
+#define MIP_UTIP 0x10
+#define MIP_UEIP 0x100
+#define MIP_SSIP 0x2
+#define MIP_STIP 0x20
+#define MIP_SEIP 0x200
+#define U_INTS (MIP_USIP | MIP_UTIP | MIP_UEIP)
+#define INTR (1UL << 63)
+#define CAUSE_BREAKPOINT 3
+#define CAUSE_ILLEGAL 2
+#define CAUSE_U_ECALL 8
+#define SSTATUS_SIE 0x2
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define csr_read(c) ({ uint64_t v_; asm volatile("csrr %0, " STR(c) : "=r"(v_) :: "memory"); v_; })
+#define csr_write(c, v) asm volatile("csrw " STR(c) ", %0" :: "r"((uint64_t)(v)) : "memory")
+#define csr_set(c, v) asm volatile("csrs " STR(c) ", %0" :: "r"((uint64_t)(v)) : "memory")
+#define csr_clear(c, v) asm volatile("csrc " STR(c) ", %0" :: "r"((uint64_t)(v)) : "memory")
+
+extern char m_trap[], s_trap[], u_trap[], u_vec[];
+
+// ---- output ----
+static int passed, failed;
+
+static void putc_(char c) { *UART_THR = (uint8_t)c; }
+static void puts_(const char *s) { while (*s) putc_(*s++); }
+static void puthex(uint64_t v) {
+  puts_("0x");
+  for (int i = 60; i >= 0; i -= 4) putc_("0123456789abcdef"[(v >> i) & 0xf]);
+}
+static void putdec(int v) {
+  char b[12];
+  int n = 0;
+  do b[n++] = (char)('0' + v % 10); while ((v /= 10) != 0);
+  while (n) putc_(b[--n]);
+}
+
+static void check(const char *name, uint64_t got, uint64_t want) {
+  if (got == want) {
+    puts_("PASS "); puts_(name); puts_("\n");
+    passed++;
+  } else {
+    puts_("FAIL "); puts_(name); puts_(": got "); puthex(got);
+    puts_(", want "); puthex(want); puts_("\n");
+    failed++;
+  }
+}
+
+static void finish(void) {
+  puts_("ntest: "); putdec(passed); puts_(" passed, "); putdec(failed); puts_(" failed\n");
+  *TEST_DEV = failed ? (1u << 16) | 0x3333 : 0x5555;  // power off: pass / fail(1)
+  for (;;) ;
+}
+
+// ---- M-mode: traps are either expected (a probe) or a failure ----
+static volatile int m_probe;             // 1 while an illegal-instruction probe runs
+static volatile uint64_t m_probe_cause;
+
+void m_trap_c(uint64_t *frame) {
+  (void)frame;
+  uint64_t cause = csr_read(mcause);
+  if (m_probe) {
+    m_probe_cause = cause;
+    csr_write(mepc, csr_read(mepc) + 4);  // every probed instruction is 4 bytes
+    return;
+  }
+  puts_("FAIL m-trap: unexpected, mcause "); puthex(cause);
+  puts_(" mepc "); puthex(csr_read(mepc)); puts_("\n");
+  failed++;
+  finish();
+}
+
+// Run an instruction that must raise illegal-instruction; returns the cause.
+#define PROBE(insn) ({ m_probe_cause = ~0UL; m_probe = 1; \
+  asm volatile(".option push\n.option norvc\n" insn "\n.option pop" ::: "t0", "memory"); \
+  m_probe = 0; m_probe_cause; })
+
+// A stock hart (n off): no N anywhere.
+static void stock_checks(void) {
+  check("misa-has-no-N", (csr_read(misa) >> 13) & 1, 0);
+  check("ustatus-is-illegal", PROBE("csrr t0, 0x000"), CAUSE_ILLEGAL);
+  check("utvec-is-illegal", PROBE("csrw 0x005, zero"), CAUSE_ILLEGAL);
+  check("uip-is-illegal", PROBE("csrr t0, 0x044"), CAUSE_ILLEGAL);
+  check("sideleg-is-illegal", PROBE("csrr t0, 0x103"), CAUSE_ILLEGAL);
+  check("uret-is-illegal", PROBE(".word 0x00200073"), CAUSE_ILLEGAL);
+  csr_write(mideleg, ~0UL);
+  check("mideleg-has-no-U-bits", csr_read(mideleg) & U_INTS, 0);
+  csr_write(mideleg, 0);
+  csr_write(mie, ~0UL);
+  check("mie-has-no-U-bits", csr_read(mie) & U_INTS, 0);
+  csr_write(mie, 0);
+  csr_set(mstatus, USTATUS_UIE | USTATUS_UPIE);
+  check("mstatus-UIE-UPIE-read-0", csr_read(mstatus) & (USTATUS_UIE | USTATUS_UPIE), 0);
+  finish();
+}
+
+static void s_main(void);
+static void u_main(void);
+
+void m_main(void) {
+  csr_write(mtvec, m_trap);
+  puts_("ntest: misa "); puthex(csr_read(misa)); puts_("\n");
+  if (!((csr_read(misa) >> 13) & 1))
+    stock_checks();
+  check("misa-has-N", (csr_read(misa) >> 13) & 1, 1);
+
+  // What OpenSBI 1.1 writes: only the S interrupts. The patch hardwires the
+  // U bits to 1, so S-mode can still pass them on with sideleg.
+  csr_write(mideleg, MIP_SSIP | MIP_STIP | MIP_SEIP);
+  check("mideleg-U-bits-hardwired", csr_read(mideleg) & (U_INTS | MIP_SSIP | MIP_STIP | MIP_SEIP),
+        U_INTS | MIP_SSIP | MIP_STIP | MIP_SEIP);
+  csr_write(mideleg, 0);
+  check("mideleg-U-bits-stay", csr_read(mideleg) & U_INTS, U_INTS);
+  csr_write(mideleg, MIP_SSIP | MIP_STIP | MIP_SEIP);
+  csr_write(medeleg, (1UL << CAUSE_BREAKPOINT) | (1UL << CAUSE_U_ECALL));
+
+  // S and U may touch all memory (bare, no PMP rule means no access).
+  csr_write(pmpaddr0, ~0UL);
+  csr_write(pmpcfg0, 0x1f);                  // NAPOT, R W X
+  uint64_t ms = csr_read(mstatus);
+  ms = (ms & ~(3UL << 11)) | (1UL << 11);    // MPP = S
+  csr_write(mstatus, ms);
+  csr_write(mepc, s_main);
+  asm volatile("mret");
+  for (;;) ;
+}
+
+// ---- S-mode: delegation CSRs, and services for U-mode through ecall ----
+enum { CMD_SPIN_WITH_USIP = 1, CMD_SET_UEIP, CMD_CLEAR_UEIP, CMD_READ_SSTATUS,
+       CMD_UNDELEGATE_USIP };
+static volatile uint64_t s_async_cause;      // an interrupt S-mode took, 0 if none
+static volatile uint64_t s_async_count;
+
+void s_trap_c(uint64_t *frame) {
+  uint64_t cause = csr_read(scause);
+  if (cause & INTR) {
+    s_async_cause = cause;
+    s_async_count++;
+    csr_clear(sip, 1UL << (cause & 63));     // only USIP is expected here
+    csr_clear(sie, 1UL << (cause & 63));     // and never again
+    return;
+  }
+  if (cause != CAUSE_U_ECALL) {
+    puts_("FAIL s-trap: unexpected, scause "); puthex(cause);
+    puts_(" sepc "); puthex(csr_read(sepc)); puts_("\n");
+    failed++;
+    finish();
+  }
+  uint64_t sepc = csr_read(sepc);
+  switch (frame[15]) {                       // a7
+  case CMD_SPIN_WITH_USIP:
+    // A U-delegated interrupt must not be taken in S-mode, even with SIE=1
+    // and USIE set: it waits until the hart is back in U-mode.
+    csr_set(UIP, MIP_USIP);
+    csr_set(sie, MIP_USIP);
+    csr_set(sstatus, SSTATUS_SIE);
+    for (volatile int i = 0; i < 10000; i++) ;
+    csr_clear(sstatus, SSTATUS_SIE);
+    break;
+  case CMD_SET_UEIP:
+    csr_set(sip, MIP_UEIP);
+    break;
+  case CMD_CLEAR_UEIP:
+    csr_clear(sip, MIP_UEIP);
+    break;
+  case CMD_READ_SSTATUS:
+    frame[8] = csr_read(sstatus);            // a0
+    break;
+  case CMD_UNDELEGATE_USIP:
+    // sideleg.USIP = 0: USIP now belongs to S-mode, and is taken there.
+    csr_clear(SIDELEG, MIP_USIP);
+    csr_set(sie, MIP_USIP);
+    csr_set(sip, MIP_USIP);
+    csr_set(sstatus, SSTATUS_SIE);
+    for (volatile int i = 0; i < 100; i++) ;
+    csr_clear(sstatus, SSTATUS_SIE);
+    break;
+  }
+  csr_write(sepc, sepc + 4);
+}
+
+static void s_main(void) {
+  csr_write(stvec, s_trap);
+  csr_write(SIDELEG, ~0UL);
+  check("sideleg-only-U-interrupts", csr_read(SIDELEG), U_INTS);
+  csr_write(SIDELEG, 0);
+  check("uie-empty-without-sideleg", csr_read(UIE), 0);
+  csr_write(SEDELEG, ~0UL);
+  check("sedeleg-masked-by-medeleg", csr_read(SEDELEG),
+        (1UL << CAUSE_BREAKPOINT) | (1UL << CAUSE_U_ECALL));
+  csr_write(SEDELEG, 1UL << CAUSE_BREAKPOINT);  // U ecalls keep going to S
+  csr_set(sie, MIP_USIP);
+  check("sie-shows-USIE", csr_read(sie) & MIP_USIP, MIP_USIP);
+  csr_clear(sie, MIP_USIP);
+  csr_write(SIDELEG, U_INTS);
+
+  csr_clear(sstatus, 1UL << 8);               // SPP = U
+  csr_write(sepc, u_main);
+  asm volatile("sret");
+  for (;;) ;
+}
+
+// ---- U-mode: the handler records every trap it gets ----
+static volatile int u_events;
+static volatile uint64_t u_cause[4], u_epc[4], u_status[4];
+static volatile int u_slot = -2;             // vectored slot taken, -2 if none
+
+static void u_reset(void) {
+  u_events = 0;
+  u_slot = -2;
+  for (int i = 0; i < 4; i++) u_cause[i] = u_epc[i] = u_status[i] = 0;
+}
+
+static uint64_t ecall(uint64_t cmd) {
+  register uint64_t a7 asm("a7") = cmd;
+  register uint64_t a0 asm("a0");
+  asm volatile("ecall" : "=r"(a0) : "r"(a7) : "memory");
+  return a0;
+}
+
+void u_trap_c(uint64_t *frame) {
+  (void)frame;
+  uint64_t cause = csr_read(UCAUSE);
+  int n = u_events;
+  if (n < 4) {
+    u_cause[n] = cause;
+    u_epc[n] = csr_read(UEPC);
+    u_status[n] = csr_read(USTATUS);
+  }
+  u_events = n + 1;
+  if (cause == (INTR | 0))
+    csr_clear(UIP, MIP_USIP);                 // or it fires again at once
+  else if (cause == (INTR | 8))
+    ecall(CMD_CLEAR_UEIP);                    // UEIP is not writable from U
+  else if (cause == CAUSE_BREAKPOINT)
+    csr_write(UEPC, csr_read(UEPC) + 4);
+  else
+    csr_clear(USTATUS, USTATUS_UIE | USTATUS_UPIE);  // stop: the check fails
+}
+
+void u_vec_c(uint64_t *frame, long slot) {
+  u_slot = (int)slot;
+  u_trap_c(frame);
+}
+
+static void u_main(void) {
+  uint64_t at;
+
+  // 1. USIP written by U-mode itself, direct mode.
+  csr_write(UTVEC, u_trap);
+  csr_write(UIE, MIP_USIP | MIP_UEIP);
+  csr_set(USTATUS, USTATUS_UIE);
+  u_reset();
+  asm volatile("csrsi 0x044, 1\n1: la %0, 1b" : "=r"(at) :: "memory");
+  check("usi-taken", u_events, 1);
+  check("usi-ucause", u_cause[0], INTR | 0);
+  check("usi-uepc", u_epc[0], at);
+  check("usi-entry-UPIE1-UIE0", u_status[0], USTATUS_UPIE);
+  check("uret-UIE-UPIE-back", csr_read(USTATUS), USTATUS_UIE | USTATUS_UPIE);
+  check("usip-cleared-by-handler", csr_read(UIP) & MIP_USIP, 0);
+  check("sstatus-shows-UIE", ecall(CMD_READ_SSTATUS) & USTATUS_UIE, USTATUS_UIE);
+
+  // 1b. uret outside a handler: UIE <- UPIE (0 here), UPIE <- 1, pc <- uepc.
+  uint64_t skipped = 0;
+  csr_write(USTATUS, 0);
+  asm volatile("la t0, 1f\ncsrw 0x041, t0\n.word 0x00200073\nli %0, 1\n1:"
+               : "+r"(skipped) :: "t0", "memory");
+  check("uret-jumps-to-uepc", skipped, 0);
+  check("uret-UPIE0-gives-UIE0-UPIE1", csr_read(USTATUS), USTATUS_UPIE);
+  csr_write(USTATUS, USTATUS_UIE);
+
+  // 2. With UIE=0 the interrupt waits; setting UIE takes it.
+  u_reset();
+  csr_clear(USTATUS, USTATUS_UIE);
+  csr_set(UIP, MIP_USIP);
+  check("uie0-keeps-pending", u_events, 0);
+  check("uie0-uip-shows-USIP", csr_read(UIP) & MIP_USIP, MIP_USIP);
+  asm volatile("csrsi 0x000, 1\n1: la %0, 1b" : "=r"(at) :: "memory");
+  check("uie1-takes-it", u_events, 1);
+  check("uie1-uepc", u_epc[0], at);
+
+  // 3. Pending while the hart is in S-mode: not taken there, taken on sret.
+  u_reset();
+  s_async_count = 0;
+  asm volatile("li a7, %1\necall\n1: la %0, 1b" : "=r"(at) : "i"(CMD_SPIN_WITH_USIP)
+               : "a7", "a0", "memory");
+  check("not-taken-in-S", s_async_count, 0);
+  check("taken-back-in-U", u_events, 1);
+  check("taken-back-in-U-uepc", u_epc[0], at);
+
+  // 4. U may write only USIP in uip.
+  csr_clear(USTATUS, USTATUS_UIE);
+  csr_set(UIP, MIP_UTIP | MIP_UEIP);
+  check("uip-UTIP-UEIP-read-only", csr_read(UIP) & (MIP_UTIP | MIP_UEIP), 0);
+  csr_set(USTATUS, USTATUS_UIE);
+
+  // 5. Vectored utvec: UEI (cause 8) enters at base + 32, USI at base + 0.
+  csr_write(UTVEC, (uint64_t)u_vec | 1);
+  check("utvec-vectored-reads-back", csr_read(UTVEC), (uint64_t)u_vec | 1);
+  u_reset();
+  asm volatile("li a7, %1\necall\n1: la %0, 1b" : "=r"(at) : "i"(CMD_SET_UEIP)
+               : "a7", "a0", "memory");
+  check("uei-taken", u_events, 1);
+  check("uei-ucause", u_cause[0], INTR | 8);
+  check("uei-vectored-slot", (uint64_t)u_slot, 8);
+  check("uei-uepc", u_epc[0], at);
+  u_reset();
+  csr_set(UIP, MIP_USIP);
+  check("usi-vectored-slot", (uint64_t)u_slot, 0);
+  csr_write(UTVEC, 2);                        // reserved mode: write ignored
+  check("utvec-mode2-ignored", csr_read(UTVEC), (uint64_t)u_vec | 1);
+  csr_write(UTVEC, u_trap);
+
+  // 6. Both pending at once: the lower number first (USI before UEI).
+  u_reset();
+  csr_clear(USTATUS, USTATUS_UIE);
+  ecall(CMD_SET_UEIP);
+  csr_set(UIP, MIP_USIP);
+  csr_set(USTATUS, USTATUS_UIE);
+  check("priority-two-traps", u_events, 2);
+  check("priority-USI-first", u_cause[0], INTR | 0);
+  check("priority-UEI-second", u_cause[1], INTR | 8);
+
+  // 7. An exception S-mode passes on with sedeleg, taken even with UIE=0.
+  u_reset();
+  csr_clear(USTATUS, USTATUS_UIE);
+  asm volatile(".option push\n.option norvc\n1: ebreak\n.option pop\nla %0, 1b"
+               : "=r"(at) :: "memory");
+  check("ebreak-to-U", u_events, 1);
+  check("ebreak-ucause", u_cause[0], CAUSE_BREAKPOINT);
+  check("ebreak-uepc", u_epc[0], at);
+  csr_set(USTATUS, USTATUS_UIE);
+
+  // 8. With sideleg.USIP clear, USIP is an S-mode interrupt again.
+  u_reset();
+  s_async_count = 0;
+  ecall(CMD_UNDELEGATE_USIP);
+  check("undelegated-USIP-taken-in-S", s_async_cause, INTR | 0);
+  check("undelegated-USIP-not-in-U", u_events, 0);
+
+  finish();
+}
