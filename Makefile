@@ -3,7 +3,9 @@
 #   make qemu         boot the kernel on QEMU virt (SMP=, MEM=, ARGS= to change)
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
-#   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0)
+#   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0); with our
+#                     QEMU built (make qemu-n, or NATIVE=1) also on native N
+#   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
 #   make client       the host latency client (build/host/mclient)
 #   make qemu-gdb     boot halted, waiting for gdb on localhost:$(GDBPORT)
 # Missing tools are installed by scripts/deps.sh (Debian packages) on first use.
@@ -71,6 +73,16 @@ QEMUNET  = -global virtio-mmio.force-legacy=false \
 QEMUOPTS = -machine virt -bios $(OPENSBI) -kernel $(KERNEL) -nographic \
            -smp $(SMP) -m $(MEM) $(QEMUNET) -append "$(ARGS)"
 
+# NATIVE=1: our QEMU with the N extension (hw/qemu, built by make qemu-n), with
+# N turned on, so the kernel picks its native user-interrupt backend.
+NATIVE ?= 0
+QEMU_N := $(BUILD)/qemu-n/qemu-system-riscv64
+ifeq ($(NATIVE),1)
+QEMU := $(QEMU_N)
+QEMUOPTS += -cpu rv64,n=on
+QEMU_DEP := qemu-n
+endif
+
 .PHONY: deps qemu qemu-gdb test test-host bench bench-micro clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
@@ -121,11 +133,11 @@ $(KERNEL): $(KOBJ) linker.ld
 	$(CC) $(KCFLAGS) $(KLDFLAGS) $(KOBJ) -o $@ -lgcc
 	$(OBJDUMP) -d $@ > $(BUILD)/kernel.asm
 
-qemu: $(KERNEL)
+qemu: $(KERNEL) $(QEMU_DEP)
 	@echo "Coral on QEMU: $(SMP) harts, $(MEM). Leave with Ctrl-A X."
 	$(QEMU) $(QEMUOPTS)
 
-qemu-gdb: $(KERNEL)
+qemu-gdb: $(KERNEL) $(QEMU_DEP)
 	@echo "Waiting for gdb: gdb-multiarch $(KERNEL) -ex 'target remote localhost:$(GDBPORT)'"
 	$(QEMU) $(QEMUOPTS) -S -gdb tcp::$(GDBPORT)
 
@@ -135,7 +147,7 @@ test: deps
 test-host: deps
 	@bash scripts/test.sh --host-only
 
-bench-micro: $(KERNEL)
+bench-micro: $(KERNEL) $(QEMU_DEP)
 	@bash scripts/bench-micro.sh
 
 bench: $(KERNEL) client

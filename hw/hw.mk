@@ -4,7 +4,10 @@
 #   make hw-lint     verilator --lint-only -Wall on hw/rtl/*.sv
 #   make hw-sim      build the differential testbench into build/hw/ and run
 #                    it with fixed seeds (HW_STEPS steps per seed, HW_SEEDS)
-#   make hw-synth    yosys synth_xilinx -family xc7 estimates per block
+#   make hw-synth    yosys synth_xilinx -family xc7 estimates per block, written
+#                    to docs/results/hw.md (fails if a block is over budget)
+#   make hw-test     what make test runs: lint, the differential test on fixed
+#                    seeds, the planted bugs (scripts/hw-test.sh)
 #   make hw-broken-<x>  the testbench built against RTL with planted bug <x>
 #                    (vector, sideleg, readclear); scripts/hw-test.sh runs them
 HW_BUILD := $(BUILD)/hw
@@ -17,7 +20,7 @@ HOSTCC ?= gcc
 VERILATOR ?= verilator
 YOSYS ?= yosys
 
-.PHONY: hw-lint hw-sim hw-synth
+.PHONY: hw-lint hw-sim hw-synth hw-test
 hw-lint:
 	$(VERILATOR) --lint-only -Wall $(HW_RTL)
 
@@ -51,6 +54,19 @@ hw-broken-%: $(HW_BUILD)/obj-broken-%/Vn_top
 	@:
 .PRECIOUS: $(HW_BUILD)/obj-broken-%/Vn_top    # not an intermediate: keep it
 
+HW_RESULTS := docs/results/hw.md
 hw-synth:
 	@mkdir -p $(HW_BUILD)
-	YOSYS=$(YOSYS) OUT=$(HW_BUILD) bash hw/synth/synth.sh
+	@bash scripts/deps.sh --hw
+	@{ echo "# Synthesis estimates of the hw/ blocks"; echo; \
+	  echo "Produced by \`make hw-synth\` (hw/synth/synth.sh) on $$(date -u +%F) with"; \
+	  echo "$$($(YOSYS) -V | cut -d' ' -f1-2), \`synth_xilinx -family xc7 -flatten -noiopad\`:"; \
+	  echo "yosys's own mapping to Xilinx 7-series cells, **estimates, not Vivado results**"; \
+	  echo "(no placement, no timing). For scale, the Zynq-7000 xc7z020 has 53,200 LUTs and"; \
+	  echo "106,400 flip-flops. Budgets: hw/synth/budget.txt."; echo; } > $(HW_BUILD)/hw.md.head
+	YOSYS=$(YOSYS) OUT=$(HW_BUILD) bash hw/synth/synth.sh > $(HW_BUILD)/hw.md.table
+	@cat $(HW_BUILD)/hw.md.head $(HW_BUILD)/hw.md.table > $(HW_RESULTS)
+	@cat $(HW_RESULTS)
+
+hw-test:
+	@BUILD=$(BUILD) bash scripts/hw-test.sh

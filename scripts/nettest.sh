@@ -15,13 +15,14 @@
 # on stdout; exit status 1 if anything failed. QEMU logs and client output are in
 # $BUILD/test-logs/net-*.log.
 #
-#   scripts/nettest.sh [model ...]      (env: BUILD, QEMU_LIMIT, QEMU, OPENSBI)
+#   scripts/nettest.sh [model ...]      (env: BUILD, QEMU_LIMIT, QEMU, QEMU_CPU,
+#                                        OPENSBI, NET_LOGS: where the logs go)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/qemu-lib.sh     # BUILD, QEMU, coral_qemu, free_port, boot_matrixd
 trap halt_qemu EXIT            # however this script ends, its QEMU ends with it
-LOGS=$BUILD/test-logs
+LOGS=${NET_LOGS:-$BUILD/test-logs}
 MCLIENT=$BUILD/host/mclient
 MODELS=${*:-kcuc kcut ktut ktuc}
 mkdir -p "$LOGS"

@@ -133,57 +133,81 @@ part_done kernel
 # ---- 2b. user programs that test the system from user space, on 1 and 2 harts:
 #      usertests (every system call with bad input, faults, kills, leaks),
 #      coptest (the COPS API on the vDSO executor), asynctest (async calls,
-#      completion ring, user interrupts). Each prints "<prog>: PASS|FAIL name". ----
-for prog in usertests coptest asynctest threadtest socktest; do
-  for smp in 1 2; do
-    log=$LOGS/$prog-smp$smp.log
-    run_qemu "$log" "$smp" 256M "user=$prog"
-    tally "$prog-smp$smp/" "$log" "$prog: PASS " "$prog: FAIL "
-    grep -q "coral: init (pid 1) exited with status 0" "$log" ||
-      fail "$prog-smp$smp/run" "$prog did not end with status 0 (see $log)"
+#      completion ring, user interrupts), threadtest, socktest, priotest,
+#      cputest and the paper's two examples. Each prints "<prog>: PASS|FAIL
+#      name". user_suite runs them all on the QEMU in $QEMU with -cpu $QEMU_CPU;
+#      it runs once on stock QEMU (emulated user interrupts) and once on ours
+#      with the N extension (native), check names prefixed by PREFIX ----
+# user_prog PREFIX NAME SMP ARGS: boot with user=ARGS; tally the program's lines.
+user_prog() {
+  local prefix=$1 name=$2 smp=$3 args=$4 prog=${4%%,*}
+  local log=$LOGS/${prefix//\//-}$name.log
+  run_qemu "$log" "$smp" 256M "user=$args"
+  tally "$prefix$name/" "$log" "$prog: PASS " "$prog: FAIL "
+  grep -q "coral: init (pid 1) exited with status 0" "$log" ||
+    fail "$prefix$name/run" "$prog did not end with status 0 (see $log)"
+  grep -q "^uintr: user interrupts $WANT_UINTR" "$log" ||
+    fail "$prefix$name/backend" "the banner does not say 'user interrupts $WANT_UINTR' (see $log)"
+}
+
+user_suite() {   # user_suite PREFIX
+  local prefix=$1 prog smp kmode
+  for prog in usertests coptest asynctest threadtest socktest; do
+    for smp in 1 2; do
+      user_prog "$prefix" "$prog-smp$smp" $smp $prog
+    done
   done
-done
+  # async calls served by the other kernel modes: stackful kernel coroutines
+  # (KMODE_THREAD) and the per-process polling thread (KMODE_POLLER)
+  for kmode in 1 2; do
+    user_prog "$prefix" "asynctest-kmode$kmode" 2 "asynctest,-k,$kmode"
+  done
+  # priorities across processes: one hart, and instruction counting (-icount),
+  # so that guest time is the same on every host: the test asks which process
+  # finishes first, and that must not depend on host speed
+  QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" priotest 1 priotest
+  # alloc_cpu: one process's executor on two threads (needs 2 harts or more)
+  for smp in 2 4; do
+    user_prog "$prefix" "cputest-smp$smp" $smp cputest
+  done
+  # the paper's two example programs run to completion
+  local demo want log
+  for demo in "prodcons:prodcons: produced 12, consumed 12" "asyncread:(fast path, interrupts:"; do
+    prog=${demo%%:*} want=${demo#*:}
+    log=$LOGS/${prefix//\//-}$prog.log
+    run_qemu "$log" 2 256M "user=$prog"
+    if grep -qF "$want" "$log" && grep -q "coral: init (pid 1) exited with status 0" "$log"; then
+      pass "${prefix}demo/$prog"
+    else
+      fail "${prefix}demo/$prog" "did not finish as expected (see $log)"
+    fi
+  done
+}
 
-# ---- async calls served by the other kernel modes: stackful kernel coroutines
-#      (KMODE_THREAD) and the per-process polling thread (KMODE_POLLER) ----
-for kmode in 1 2; do
-  log=$LOGS/asynctest-kmode$kmode.log
-  run_qemu "$log" 2 256M "user=asynctest,-k,$kmode"
-  tally "asynctest-kmode$kmode/" "$log" "asynctest: PASS " "asynctest: FAIL "
-  grep -q "coral: init (pid 1) exited with status 0" "$log" ||
-    fail "asynctest-kmode$kmode/run" "asynctest did not end with status 0 (see $log)"
-done
-
-# ---- priorities across processes: one hart, and instruction counting
-#      (-icount), so that guest time is the same on every host: the test asks
-#      which process finishes first, and that must not depend on host speed ----
-log=$LOGS/priotest.log
-QEMU_EXTRA="-icount shift=0,sleep=off" run_qemu "$log" 1 256M "user=priotest"
-tally "priotest/" "$log" "priotest: PASS " "priotest: FAIL "
-grep -q "coral: init (pid 1) exited with status 0" "$log" ||
-  fail "priotest/run" "priotest did not end with status 0 (see $log)"
-
-# ---- alloc_cpu: one process's executor on two threads (needs 2 harts or more) ----
-for smp in 2 4; do
-  log=$LOGS/cputest-smp$smp.log
-  run_qemu "$log" "$smp" 256M "user=cputest"
-  tally "cputest-smp$smp/" "$log" "cputest: PASS " "cputest: FAIL "
-  grep -q "coral: init (pid 1) exited with status 0" "$log" ||
-    fail "cputest-smp$smp/run" "cputest did not end with status 0 (see $log)"
-done
-
-# ---- 2c. the paper's two example programs run to completion ----
-for demo in "prodcons:prodcons: produced 12, consumed 12" "asyncread:(fast path, interrupts:"; do
-  prog=${demo%%:*} want=${demo#*:}
-  log=$LOGS/$prog.log
-  run_qemu "$log" 2 256M "user=$prog"
-  if grep -qF "$want" "$log" && grep -q "coral: init (pid 1) exited with status 0" "$log"; then
-    pass "demo/$prog"
-  else
-    fail "demo/$prog" "did not finish as expected (see $log)"
-  fi
-done
+WANT_UINTR=emulated user_suite ""
 part_done user
+
+# ---- 2c. native user interrupts: our QEMU with the N extension (hw/qemu,
+#      built once into build/qemu-n and cached): its own tests (a bare-metal
+#      M/S/U program, the device tree, OpenSBI's mideleg), then every user
+#      program above again, with the kernel on its native backend ----
+bash hw/qemu/test.sh > "$LOGS/qemu-n.log" 2>&1
+tally "" "$LOGS/qemu-n.log" "PASS " "FAIL "
+grep -q "^[0-9]* passed, [0-9]* failed" "$LOGS/qemu-n.log" || fail "qemu-n/run" "no result (see $LOGS/qemu-n.log)"
+if [ -x "$BUILD/qemu-n/qemu-system-riscv64" ]; then
+  QEMU=$BUILD/qemu-n/qemu-system-riscv64 QEMU_CPU=rv64,n=on WANT_UINTR=native user_suite native/
+  # The network in the two models whose user side runs on user interrupts
+  # (KCUC: kernel coroutines; KTUC: the polling kernel thread).
+  mkdir -p "$LOGS/native"
+  BUILD=$BUILD QEMU=$BUILD/qemu-n/qemu-system-riscv64 QEMU_CPU=rv64,n=on NET_LOGS=$LOGS/native \
+    OPENSBI=$OPENSBI QEMU_LIMIT=$QEMU_LIMIT bash scripts/nettest.sh kcuc ktuc > "$LOGS/native/nettest.log" 2>&1
+  tally "native/" "$LOGS/native/nettest.log" "PASS " "FAIL "
+  grep -q "^PASS net/kcuc/load" "$LOGS/native/nettest.log" ||
+    fail "native/net/run" "no result for the KCUC load (see $LOGS/native/nettest.log)"
+else
+  fail "native/run" "no patched QEMU (see $LOGS/qemu-n.log)"
+fi
+part_done native
 
 # ---- 2d. the network, end to end: matrixd in its four models, driven from the
 #      host by mclient and tests/net/badinput.py (scripts/nettest.sh) ----
