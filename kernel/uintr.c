@@ -23,12 +23,13 @@ void uintr_init_hart(void) {
 
 void uintr_init(struct thread *t) {
   t->ui = (struct uintr_state){ 0 };
-  // What S-mode does for each thread on an N hart: delegate the user software
-  // interrupt (csrw sideleg). The model keeps it; the native backend also
-  // writes the real sideleg once per hart.
+  // What S-mode does on an N hart: delegate the user software interrupt, and
+  // only it (csrw sideleg): the kernel raises nothing else. The model keeps it
+  // for the emulation; the native backend writes the same value into the real
+  // sideleg of every hart, so uie and uip read the same on both (utrace).
   const struct nm_env kernel_env = { .priv = NM_PRIV_S, .mideleg = NM_U_INTS };
   uint64_t old;
-  nm_csr_access(&t->ui.n, &kernel_env, NM_CSR_SIDELEG, NM_CSRRW, NM_U_INTS, 1, &old);
+  nm_csr_access(&t->ui.n, &kernel_env, NM_CSR_SIDELEG, NM_CSRRW, NM_USIP, 1, &old);
 }
 
 int uintr_pending(struct thread *t) {

@@ -3,9 +3,10 @@
 // uret, which interrupt is deliverable) are kernel/nmodel.c, the same code the
 // RTL in hw/ is tested against; this file only decodes the trapping
 // instruction and moves values between a thread's registers and the model.
-// Each thread is an N hart whose S-mode delegated all three user interrupts
-// (sideleg = mideleg = USI|UTI|UEI); only USI is ever raised (uintr_post), and
-// no exception is delegated to U. OpenSBI does not delegate illegal
+// Each thread is an N hart whose M-mode delegated all three user interrupts to
+// S (mideleg, as our QEMU patch does) and whose S-mode delegated only the user
+// software interrupt on to U (sideleg = USIP, as uintr_native.c does); only
+// USI is ever raised (uintr_post), and no exception is delegated to U. OpenSBI does not delegate illegal
 // instructions, so each emulated access costs an M-mode round trip before it
 // reaches us.
 #include "uintr_backend.h"

@@ -196,6 +196,19 @@ tally "" "$LOGS/qemu-n.log" "PASS " "FAIL "
 grep -q "^[0-9]* passed, [0-9]* failed" "$LOGS/qemu-n.log" || fail "qemu-n/run" "no result (see $LOGS/qemu-n.log)"
 if [ -x "$BUILD/qemu-n/qemu-system-riscv64" ]; then
   QEMU=$BUILD/qemu-n/qemu-system-riscv64 QEMU_CPU=rv64,n=on WANT_UINTR=native user_suite native/
+  # One definition of N: the same 400 u-CSR instructions, urets and user
+  # interrupts (user/utrace.c) must leave the same trace on the kernel's
+  # emulation (kernel/nmodel.c) and on our QEMU's hardware N.
+  WANT_UINTR=emulated user_prog "" utrace 1 utrace
+  QEMU=$BUILD/qemu-n/qemu-system-riscv64 QEMU_CPU=rv64,n=on WANT_UINTR=native user_prog native/ utrace 1 utrace
+  tr -d '\r' < "$LOGS/utrace.log" | grep "^utrace: [0-9]" > "$LOGS/utrace.emulated.txt"
+  tr -d '\r' < "$LOGS/native-utrace.log" | grep "^utrace: [0-9]" > "$LOGS/utrace.native.txt"
+  if [ "$(wc -l < "$LOGS/utrace.emulated.txt")" -gt 400 ] &&
+     diff "$LOGS/utrace.emulated.txt" "$LOGS/utrace.native.txt" > "$LOGS/utrace.diff"; then
+    pass "native/utrace-same-trace-as-emulated"
+  else
+    fail "native/utrace-same-trace-as-emulated" "$(head -3 "$LOGS/utrace.diff" | tr '\n' ' ') (see $LOGS/utrace.diff)"
+  fi
   # The network in the two models whose user side runs on user interrupts
   # (KCUC: kernel coroutines; KTUC: the polling kernel thread).
   mkdir -p "$LOGS/native"
