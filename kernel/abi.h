@@ -71,7 +71,8 @@
 #define KSTAT_CACHE_BYTES 10     // of KSTAT_KMALLOC_BYTES: caches that grow once and stay (executor slots, timer heaps)
 #define KSTAT_CACHE_OBJECTS 11   // of KSTAT_KMALLOC_OBJECTS: the same caches
 #define KSTAT_ZOMBIES 12         // the caller's children that have exited and wait to be reaped
-#define KSTAT_COUNT 13           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_UINTR_POST_INSTRET 13  // the posting hart's instret at the caller's last user interrupt post (benchmarks)
+#define KSTAT_COUNT 14           // selectors are 1 .. KSTAT_COUNT - 1
 
 // ---- errors (returned negated) ----
 #define EPERM 1

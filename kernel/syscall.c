@@ -248,6 +248,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return es.live;
   case KSTAT_NPROCS:
     return proc_count();
+  case KSTAT_UINTR_POST_INSTRET:
+    return (long)t->ui.post_instret;
   case KSTAT_ZOMBIES:
     return proc_zombie_children(p);
   case KSTAT_UINTR_POSTED:

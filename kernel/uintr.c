@@ -6,6 +6,7 @@
 #include "uintr_backend.h"
 #include "hart.h"
 #include "proc.h"
+#include "riscv.h"
 #include "sbi.h"
 
 static int native;            // set once at boot, before the other harts start
@@ -39,6 +40,7 @@ int uintr_pending(struct thread *t) {
 }
 
 void uintr_post(struct thread *t) {
+  t->ui.post_instret = csr_read(instret);   // for the delivery-latency benchmark
   nm_raise(&t->ui.n, NM_USIP);
   __atomic_fetch_add(&t->ui.posted, 1, __ATOMIC_RELAXED);
   waitq_wake_all(&t->uwait);

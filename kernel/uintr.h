@@ -28,6 +28,7 @@ struct uintr_state {
   struct nm_hart n;            // n.uip (USIP) is set by uintr_post from any hart
   uint64_t posted;             // how many times an interrupt was raised
   uint64_t delivered;          // handler entries the kernel made (emulated only)
+  uint64_t post_instret;       // instret of the posting hart at the last post
 };
 
 // At boot, before any hart calls uintr_init_hart: native if every hart has N.

@@ -18,7 +18,8 @@ timeout 600 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -
 ulog=$BUILD/bench-micro-user.log
 timeout 600 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
   -smp 1 -m 256M -icount shift=0 -append "user=ubench" < /dev/null > "$ulog" 2>&1 || true
-tr -d '\r' < "$ulog" | grep '^BENCH name=' >> "$log" || true
+tr -d '\r' < "$ulog" | grep '^BENCH name=' |
+  sed 's/^BENCH name=uintr_delivery_local /BENCH name=uintr_delivery_local_emulated /' >> "$log" || true
 # Third run, when our QEMU with the N extension is built (make qemu-n): the same
 # user benchmarks on native user interrupts. Its rows get a _native suffix (the
 # u-CSR read is then a plain instruction: user_csr_read_native).
@@ -80,6 +81,8 @@ full=$(value yield_resume_fullsave)
       user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor" ;;
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
+      uintr_delivery_local_emulated) what="user interrupt delivery on one hart, emulated: from the kernel's post (uintr_post) to the first instruction of the handler's C function (through the switch back to the process, the injection, and the entry's 17 register saves)" ;;
+      uintr_delivery_local_native) what="the same on native N: the hardware enters the handler" ;;
       user_csr_read_native) what="user: one u-CSR read on a hart with N (our QEMU, -cpu rv64,n=on): a plain instruction" ;;
       user_async_roundtrip_native) what="the async round trip with native user interrupts: the hardware enters the handler, uret and the u-CSR accesses do not trap" ;;
       *_native) what="the row of the same name without _native, on native user interrupts (our QEMU, -cpu rv64,n=on)" ;;

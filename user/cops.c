@@ -123,7 +123,10 @@ static void drain(void) {
   self->crit--;
 }
 
+static volatile uint64_t uintr_entry_instret;
+
 void cops_uintr_handler(void) {
+  __asm__ volatile("rdinstret %0" : "=r"(uintr_entry_instret));
   uintr_entries++;
   // Clear USIP first: a completion posted after this raises it again, so none is
   // missed between the drain and the uret.
@@ -146,6 +149,7 @@ static void uintr_enable(void) {
 }
 
 uint64_t cops_uintr_count(void) { return uintr_entries; }
+uint64_t cops_uintr_entry_instret(void) { return uintr_entry_instret; }
 
 void cops_hold_completions(int hold) {
   // (On the calling thread; tests use it single-threaded.)

@@ -35,6 +35,7 @@ void cops_stats(struct exec_stats *st);
 // The caller must be a stackful coroutine (main is one).
 long cops_async(uint64_t nr, long a0, long a1, long a2);
 uint64_t cops_uintr_count(void);        // user interrupts taken so far
+uint64_t cops_uintr_entry_instret(void); // instret when the handler last began (benchmarks)
 // COPS alloc_cpu: add n threads that run this process's executor too, so its
 // coroutines can run on up to n + 1 harts at once. Returns how many were added.
 int cops_alloc_cpu(int n);
