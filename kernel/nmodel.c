@@ -67,7 +67,10 @@ static void write_csr(struct nm_hart *h, const struct nm_env *e, uint32_t csr,
   switch (csr) {
   case NM_CSR_USTATUS:  h->ustatus = val & (NM_USTATUS_UIE | NM_USTATUS_UPIE); break;
   case NM_CSR_UIE:      h->uie = (h->uie & ~d) | (val & d); break;
-  case NM_CSR_UTVEC:    h->utvec = val & ~2ULL; break;     // MODE 2, 3 -> 0, 1
+  case NM_CSR_UTVEC:                                       // MODE 2, 3 are reserved:
+    if ((val & 2) == 0)                                    // such a write is ignored,
+      h->utvec = val;                                      // as QEMU does for stvec
+    break;
   case NM_CSR_USCRATCH: h->uscratch = val; break;
   case NM_CSR_UEPC:     h->uepc = val & ~1ULL; break;
   case NM_CSR_UCAUSE:   h->ucause = val; break;

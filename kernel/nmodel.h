@@ -11,7 +11,8 @@
 //
 // Choices where the N draft leaves room (hw/README.md explains them):
 //   - interrupt priority UEI > USI > UTI (the privileged spec's M/S order);
-//   - utvec MODE bit 1 is hardwired to 0 (modes 2 and 3 read back as 0 and 1);
+//   - a utvec write with a reserved MODE (2 or 3) is ignored, as QEMU treats
+//     stvec and mtvec (so MODE bit 1 always reads 0);
 //   - uie/uip show only bits delegated by both mideleg and sideleg; U may write
 //     only USIP in uip; UTIP/UEIP (and a device's USIP) are wires (nm_env.lines),
 //     shown in uip but, as for mip.SEIP, not part of a csrrs/csrrc's old value;
@@ -67,7 +68,7 @@ struct nm_hart {
   uint64_t ustatus;    // UIE, UPIE
   uint64_t uie;        // enable bits, NM_U_INTS only; visible as uie & deleg
   uint64_t uip;        // software-set pending bits (USIP); atomic
-  uint64_t utvec;      // BASE | MODE (bit 1 always 0)
+  uint64_t utvec;      // BASE | MODE (0 or 1: bit 1 always 0)
   uint64_t uscratch;
   uint64_t uepc;       // bit 0 always 0
   uint64_t ucause;

@@ -10,7 +10,7 @@
 // inputs; the state changes at the clock edge.
 //
 // State kept (FFs): UIE/UPIE; uie as 3 bits (USIE, UTIE, UEIE); the software
-// USIP bit; utvec with MODE bit 1 hardwired to 0; uscratch; uepc[63:1];
+// USIP bit; utvec (a write with a reserved MODE is ignored); uscratch; uepc[63:1];
 // ucause; utval; sedeleg as the 11 exception bits U can own; sideleg as 3 bits.
 //
 // Planted bugs for the testbench's self-check (never define these otherwise):
@@ -202,7 +202,7 @@ module ucsr (
           st_upie <= wval[4];
         end
         12'h004: uie_q <= (uie_q & ~ideleg) | (pick3(wval) & ideleg);
-        12'h005: utvec_q <= {wval[63:2], 1'b0, wval[0]};
+        12'h005: if (!wval[1]) utvec_q <= wval;   // reserved MODE 2, 3: ignored
         12'h040: uscratch_q <= wval;
         12'h041: uepc_q <= wval[63:1];
         12'h042: ucause_q <= wval;

@@ -470,10 +470,11 @@ static void directed_utvec_modes(Directed &d) {
   d.env(NM_PRIV_S, NM_U_INTS, 0);
   d.csr(NM_CSR_SIDELEG, NM_CSRRW, NM_U_INTS);
   d.env(NM_PRIV_U, NM_U_INTS, 0);
-  d.csr(NM_CSR_UTVEC, NM_CSRRW, 0x80002002);
-  d.want("utvec mode 2", d.read(NM_CSR_UTVEC), 0x80002000);
-  d.csr(NM_CSR_UTVEC, NM_CSRRW, 0x80002003);
-  d.want("utvec mode 3", d.read(NM_CSR_UTVEC), 0x80002001);
+  d.csr(NM_CSR_UTVEC, NM_CSRRW, 0x80002001);
+  d.csr(NM_CSR_UTVEC, NM_CSRRW, 0x90004002);
+  d.want("utvec mode 2 ignored", d.read(NM_CSR_UTVEC), 0x80002001);
+  d.csr(NM_CSR_UTVEC, NM_CSRRW, 0x90004003);
+  d.want("utvec mode 3 ignored", d.read(NM_CSR_UTVEC), 0x80002001);
   d.csr(NM_CSR_UIE, NM_CSRRW, NM_UTIP);
   d.csr(NM_CSR_USTATUS, NM_CSRRW, NM_USTATUS_UIE);
   d.env(NM_PRIV_U, NM_U_INTS, 0, NM_UTIP);

@@ -200,7 +200,7 @@ static void trap_entry(void) {
   CHECK_EQ(h.ucause, 2);
 }
 
-// Vectored mode offsets interrupts only; MODE 2 and 3 read back as 0 and 1.
+// Vectored mode offsets interrupts only; a write with MODE 2 or 3 is ignored.
 static void utvec_modes(void) {
   struct nm_hart h = { 0 };
   struct nm_env u = m_all;
@@ -209,12 +209,14 @@ static void utvec_modes(void) {
   CHECK_EQ(nm_trap(&h, NM_CAUSE_INTERRUPT | NM_IRQ_UEI, 0, 0), 0x80002020);
   CHECK_EQ(nm_trap(&h, NM_CAUSE_INTERRUPT | NM_IRQ_USI, 0, 0), 0x80002000);
   CHECK_EQ(nm_trap(&h, 8, 0, 0), 0x80002000);
-  wr(&h, &u, NM_CSR_UTVEC, 0x80002002);
-  CHECK_EQ(rd(&h, &u, NM_CSR_UTVEC), 0x80002000);
-  CHECK_EQ(nm_trap(&h, NM_CAUSE_INTERRUPT | NM_IRQ_UTI, 0, 0), 0x80002000);
-  wr(&h, &u, NM_CSR_UTVEC, 0x80002003);
+  wr(&h, &u, NM_CSR_UTVEC, 0x90004002);
+  CHECK_EQ(rd(&h, &u, NM_CSR_UTVEC), 0x80002001);
+  wr(&h, &u, NM_CSR_UTVEC, 0x90004003);
   CHECK_EQ(rd(&h, &u, NM_CSR_UTVEC), 0x80002001);
   CHECK_EQ(nm_trap(&h, NM_CAUSE_INTERRUPT | NM_IRQ_UTI, 0, 0), 0x80002010);
+  wr(&h, &u, NM_CSR_UTVEC, 0x90004000);
+  CHECK_EQ(rd(&h, &u, NM_CSR_UTVEC), 0x90004000);
+  CHECK_EQ(nm_trap(&h, NM_CAUSE_INTERRUPT | NM_IRQ_UTI, 0, 0), 0x90004000);
 }
 
 static void uret_rules(void) {
