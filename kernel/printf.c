@@ -2,6 +2,7 @@
 // console during early boot, the UART once it is mapped and initialised.
 #include "poweroff.h"
 #include "printf.h"
+#include "hart.h"
 #include "klib.h"
 #include "riscv.h"
 #include "sbi.h"
@@ -142,10 +143,20 @@ static int is_text(unsigned long a) {
   return a >= (unsigned long)_kernel_start && a < (unsigned long)_etext;
 }
 
+// Could fp be a kernel frame pointer? Stacks are the boot stacks (in the
+// kernel image) and pages from palloc: mapped RAM from the kernel to the end
+// of memory. Anything else (stale stack words, RAM below the kernel that
+// OpenSBI keeps unmapped) must not be dereferenced: reading it would fault
+// inside the fault report.
+static int is_frame(unsigned long fp) {
+  return (fp & 7) == 0 && fp >= (unsigned long)_kernel_start + 16 &&
+         fp <= board.mem_base + board.mem_size;
+}
+
 void backtrace_from(unsigned long fp, unsigned long leaf_ra) {
   kprintf("backtrace:\n");
   for (int depth = 0; depth < 32; depth++) {
-    if (fp < 0x80000000UL || (fp & 7) || fp >= 0x100000000UL)   // not a RAM address
+    if (!is_frame(fp))
       break;
     unsigned long ra = *(unsigned long *)(fp - 8);
     unsigned long prev = *(unsigned long *)(fp - 16);

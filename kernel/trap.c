@@ -1,5 +1,6 @@
 // Kernel trap dispatch (see trap.h).
 #include "trap.h"
+#include "poweroff.h"
 #include "hart.h"
 #include "plic.h"
 #include "prio.h"
@@ -55,6 +56,14 @@ static const char *const regnames[31] = {
 
 void trap_report(const struct trapframe *tf) {
   struct hart *h = this_hart();
+  // A fault while a fault is being reported (a bad frame in the backtrace, a
+  // broken console) must not recurse: say so and stop.
+  static uint32_t reporting;
+  if (__atomic_exchange_n(&reporting, 1, __ATOMIC_SEQ_CST)) {
+    kprintf("\nKERNEL FAULT while reporting a fault (hart %u, sepc %p, stval %p)\n", h->hartid,
+            (void *)tf->sepc, (void *)tf->stval);
+    poweroff(1);
+  }
   kprintf("\nKERNEL FAULT on hart %u (index %u): %s\n", h->hartid, h->index,
           exception_name(tf->scause & ~SCAUSE_INTERRUPT));
   kprintf("  sepc %p  scause %p  stval %p  sstatus %p\n", (void *)tf->sepc,
