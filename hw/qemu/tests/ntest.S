@@ -1,5 +1,6 @@
 # Entry and trap stubs of the bare-metal N-extension test (see ntest.c).
-# QEMU virt with -bios none jumps here in M-mode, hart 0 only (-smp 1).
+# QEMU virt with -bios none jumps here in M-mode, on every hart; all but hart 0
+# park.
 # Memory is bare (satp = 0) and shared by all three modes, so each trap stub
 # saves the caller-saved registers on the interrupted code's stack, calls its
 # C handler with a pointer to them, restores them and returns with the
@@ -9,8 +10,13 @@
   .section .text.start
   .globl _start
 _start:
+  csrr t0, mhartid
+  bnez t0, park        # only hart 0 runs the test
   la sp, stack_top
   call m_main
+park:
+  wfi
+  j park
 1:
   j 1b
 
