@@ -56,7 +56,8 @@
 #define csr_set(c, v) asm volatile("csrs " STR(c) ", %0" :: "r"((uint64_t)(v)) : "memory")
 #define csr_clear(c, v) asm volatile("csrc " STR(c) ", %0" :: "r"((uint64_t)(v)) : "memory")
 
-extern char m_trap[], s_trap[], u_trap[], u_vec[];
+extern char m_trap[], s_trap[], u_trap[], u_trap1[], u_vec[];
+extern void park(void);
 
 // ---- output ----
 static int passed, failed;
@@ -137,6 +138,20 @@ static void stock_checks(void) {
 static void s_main(void);
 static void u_main(void);
 
+// Enter S-mode at fn, with access to all memory (bare, and PMP has no rule
+// at reset, which would mean no access below M-mode).
+static void m_to_s(void (*fn)(void)) {
+  csr_write(mcounteren, 7);                  // S (and below) may read time
+  csr_write(pmpaddr0, ~0UL);
+  csr_write(pmpcfg0, 0x1f);                  // NAPOT, R W X
+  uint64_t ms = csr_read(mstatus);
+  ms = (ms & ~(3UL << 11)) | (1UL << 11);    // MPP = S
+  csr_write(mstatus, ms);
+  csr_write(mepc, fn);
+  asm volatile("mret");
+  for (;;) ;
+}
+
 void m_main(void) {
   csr_write(mtvec, m_trap);
   puts_("ntest: misa "); puthex(csr_read(misa)); puts_("\n");
@@ -154,15 +169,20 @@ void m_main(void) {
   csr_write(mideleg, MIP_SSIP | MIP_STIP | MIP_SEIP);
   csr_write(medeleg, (1UL << CAUSE_BREAKPOINT) | (1UL << CAUSE_U_ECALL));
 
-  // S and U may touch all memory (bare, no PMP rule means no access).
-  csr_write(pmpaddr0, ~0UL);
-  csr_write(pmpcfg0, 0x1f);                  // NAPOT, R W X
-  uint64_t ms = csr_read(mstatus);
-  ms = (ms & ~(3UL << 11)) | (1UL << 11);    // MPP = S
-  csr_write(mstatus, ms);
-  csr_write(mepc, s_main);
-  asm volatile("mret");
-  for (;;) ;
+  m_to_s(s_main);
+}
+
+// Hart 1: the same delegation as hart 0, then S-mode, then U-mode, where it
+// waits for a UINTC interrupt (see uintc_checks).
+static void s_secondary(void);
+
+void m_secondary(void) {
+  if (!((csr_read(misa) >> 13) & 1))
+    park();
+  csr_write(mtvec, m_trap);
+  csr_write(mideleg, MIP_SSIP | MIP_STIP | MIP_SEIP);
+  csr_write(medeleg, (1UL << CAUSE_BREAKPOINT) | (1UL << CAUSE_U_ECALL));
+  m_to_s(s_secondary);
 }
 
 // ---- S-mode: delegation CSRs, and services for U-mode through ecall ----
@@ -220,6 +240,14 @@ void s_trap_c(uint64_t *frame) {
   csr_write(sepc, sepc + 4);
 }
 
+static void s_to_u(void (*fn)(void)) {
+  csr_write(scounteren, 7);                   // U may read time
+  csr_clear(sstatus, 1UL << 8);               // SPP = U
+  csr_write(sepc, fn);
+  asm volatile("sret");
+  for (;;) ;
+}
+
 static void s_main(void) {
   csr_write(stvec, s_trap);
   csr_write(SIDELEG, ~0UL);
@@ -234,11 +262,15 @@ static void s_main(void) {
   check("sie-shows-USIE", csr_read(sie) & MIP_USIP, MIP_USIP);
   csr_clear(sie, MIP_USIP);
   csr_write(SIDELEG, U_INTS);
+  s_to_u(u_main);
+}
 
-  csr_clear(sstatus, 1UL << 8);               // SPP = U
-  csr_write(sepc, u_main);
-  asm volatile("sret");
-  for (;;) ;
+static void u_secondary(void);
+
+static void s_secondary(void) {
+  csr_write(stvec, s_trap);
+  csr_write(SIDELEG, U_INTS);
+  s_to_u(u_secondary);
 }
 
 // ---- U-mode: the handler records every trap it gets ----
@@ -286,6 +318,35 @@ void u_trap_c(uint64_t *frame) {
 void u_vec_c(uint64_t *frame, long slot) {
   u_slot = (int)slot;
   u_trap_c(frame);
+}
+
+// Wait for another hart: until cond holds, or 10 s of the board's clock
+// (10 MHz on virt) have passed, a safety net only. Host speed does not
+// matter: the loop ends as soon as the other hart has acted.
+#define WAIT_FOR(cond) do { \
+    uint64_t t0_ = csr_read(time); \
+    while (!(cond) && csr_read(time) - t0_ < 100000000UL) ; \
+  } while (0)
+
+// ---- hart 1 in U-mode: takes UINTC entry 1's interrupts ----
+static volatile int h1_go, h1_ready;
+static volatile uint64_t h1_claimed, h1_cause;
+
+void u_trap1_c(uint64_t *frame) {
+  (void)frame;
+  h1_cause = csr_read(UCAUSE);
+  h1_claimed |= *UINTC_CLAIM(1);
+}
+
+static void u_secondary(void) {
+  csr_write(UTVEC, u_trap1);
+  csr_write(UIE, MIP_USIP);
+  // UIE only once hart 0 says so: until then hart 0's checks route entry 0
+  // here without meaning hart 1 to take it.
+  while (!h1_go) ;
+  csr_set(USTATUS, USTATUS_UIE);
+  h1_ready = 1;
+  for (;;) ;
 }
 
 // ---- the UINTC, from U-mode (memory is bare and PMP lets U reach it) ----
@@ -358,6 +419,22 @@ static void uintc_checks(void) {
   csr_set(USTATUS, USTATUS_UIE);
   *UINTC_ACTIVE(0) = 0;
   u_claim = -1;
+
+  // Across harts: entry 1 names hart 1, which spins in U-mode with UIE set. A
+  // store here is all it takes for hart 1's handler to run: no IPI, no kernel.
+  h1_go = 1;
+  WAIT_FOR(h1_ready);
+  check("uintc-hart1-ready", h1_ready, 1);
+  if (!h1_ready)
+    return;                                   // no hart 1 (-smp 1): nothing to test
+  *UINTC_HART(1) = 1;
+  *UINTC_ACTIVE(1) = 1;
+  u_reset();
+  *UINTC_SEND(1) = 9;
+  WAIT_FOR(h1_claimed);
+  check("uintc-cross-hart-delivered", h1_claimed, 1UL << 9);
+  check("uintc-cross-hart-ucause", h1_cause, INTR | 0);
+  check("uintc-cross-hart-not-here", u_events, 0);
 }
 
 static void u_main(void) {
