@@ -8,9 +8,11 @@
 #                                  when the stamp (patches + version + flags)
 #                                  says the binary is up to date
 #   hw/qemu/build.sh --force       build even if the stamp matches
-#   hw/qemu/build.sh --diff PATH.. print our changes to PATH.. (files or
-#                                  directories of the tree) as a patch: the
-#                                  edited tree against the pristine one
+#   hw/qemu/build.sh --diff [-n K] PATH..
+#                                  print the edits in src/ to PATH.. (files or
+#                                  directories of the tree) as a patch, against
+#                                  pristine/ with our first K patches applied
+#                                  (default 0): how a patch is (re)made
 #
 # Layout of build/qemu-n/:
 #   dl/        the source package (.dsc, .orig.tar.xz, .debian.tar.xz)
@@ -43,14 +45,32 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
 
 if [ "${1:-}" = "--diff" ]; then
   shift
-  [ $# -gt 0 ] || die "usage: build.sh --diff PATH..."
+  k=0
+  if [ "${1:-}" = "-n" ]; then k=$2; shift 2; fi
+  [ $# -gt 0 ] || die "usage: build.sh --diff [-n K] PATH..."
   [ -d "$OUT/pristine" ] && [ -d "$OUT/src" ] || die "no $OUT/pristine or $OUT/src: build first"
+  shopt -s nullglob
+  earlier=("$HERE"/[0-9]*.patch)
+  earlier=("${earlier[@]:0:$k}")
+  # The base: PATH.. and whatever the earlier patches touch, from pristine/,
+  # with those patches applied.
+  rm -rf "$OUT/diffbase"
+  mkdir -p "$OUT/diffbase"
+  for f in "$@" $(sed -n 's#^+++ b/\([^\t]*\).*#\1#p' "${earlier[@]}" /dev/null); do
+    [ -e "$OUT/pristine/$f" ] || continue
+    mkdir -p "$OUT/diffbase/$(dirname "$f")"
+    cp -a "$OUT/pristine/$f" "$OUT/diffbase/$(dirname "$f")/"
+  done
+  for p in "${earlier[@]}"; do
+    patch -d "$OUT/diffbase" -p1 --fuzz=0 -s < "$p" > /dev/null || die "$p does not apply"
+  done
   for p in "$@"; do
     # diff exits 1 when the trees differ, which is the point here.
-    (cd "$OUT" && diff -ruN "pristine/$p" "src/$p" || [ $? -eq 1 ])
-  done | sed -e 's#^diff -ruN pristine/\([^ ]*\) src/.*#diff -u a/\1 b/\1#' \
-             -e 's#^--- pristine/\([^\t]*\)\t.*#--- a/\1#' \
+    (cd "$OUT" && diff -ruN "diffbase/$p" "src/$p" || [ $? -eq 1 ])
+  done | sed -e 's#^diff -ruN diffbase/\([^ ]*\) src/.*#diff -u a/\1 b/\1#' \
+             -e 's#^--- diffbase/\([^\t]*\)\t.*#--- a/\1#' \
              -e 's#^+++ src/\([^\t]*\)\t.*#+++ b/\1#'
+  rm -rf "$OUT/diffbase"
   exit 0
 fi
 FORCE=0

@@ -2,8 +2,10 @@
 # Tests of Coral's patched QEMU (hw/qemu/build.sh builds it, if needed):
 #   1. ntest, a bare-metal payload (hw/qemu/tests/), on -cpu rv64,n=on, again
 #      under -icount shift=0 (uret's icount path), and on the default CPU,
-#      where it checks that no N state exists (the patch leaves stock alone)
-#   2. the device tree: riscv,isa has 'n' on every hart with n=on, not without
+#      where it checks that no N state and no UINTC exist (the patches leave
+#      a stock board alone)
+#   2. the device tree: riscv,isa has 'n' on every hart with n=on, not without;
+#      the UINTC node is there with n=on only
 #   3. the unchanged Coral kernel on the patched QEMU, N off: asynctest on 1
 #      and 2 harts (every "asynctest: PASS" line, exit status 0)
 #   4. Coral boots with n=on: OpenSBI 1.1 reports MIDELEG with the U bits
@@ -44,7 +46,7 @@ for run in "n-on:rv64,n=on:" "n-on-icount:rv64,n=on:-icount shift=0" "n-off:rv64
   log=$LOGS/ntest-$name.log
   # shellcheck disable=SC2086  # $extra is a list of options
   timeout 60 "$QEMU" -machine virt -cpu "$cpu" $extra -bios none -kernel "$ELF" \
-    -nographic -smp 1 -m 64M < /dev/null > "$log" 2>&1
+    -nographic -smp 2 -m 64M < /dev/null > "$log" 2>&1
   rc=$?
   tally "ntest/$name/" "$log" "PASS " "FAIL "
   if ! grep -q "^ntest: [0-9]* passed, 0 failed" "$log" || [ $rc -ne 0 ]; then
@@ -57,7 +59,8 @@ for run in "n-on:rv64,n=on:yes" "n-off:rv64:no"; do
   IFS=: read -r name cpu want <<< "$run"
   dtb=$LOGS/virt-$name.dtb
   "$QEMU" -machine "virt,dumpdtb=$dtb" -cpu "$cpu" -smp 2 -bios none -nographic > /dev/null 2>&1
-  isa=$(dtc -I dtb -O dts "$dtb" 2> /dev/null | grep 'riscv,isa' | sed 's/.*"\(.*\)".*/\1/')
+  dts=$(dtc -I dtb -O dts "$dtb" 2> /dev/null)
+  isa=$(echo "$dts" | grep 'riscv,isa' | sed 's/.*"\(.*\)".*/\1/')
   harts=$(echo "$isa" | grep -c .)
   with_n=$(echo "$isa" | grep -c '^rv64[a-z]*n')
   [ "$want" = yes ] && expect=2 || expect=0
@@ -65,6 +68,12 @@ for run in "n-on:rv64,n=on:yes" "n-off:rv64:no"; do
     pass "dtb/$name/riscv,isa ($(echo "$isa" | head -1 | cut -d_ -f1))"
   else
     fail "dtb/$name/riscv,isa" "$harts harts, $with_n with n, want $expect: $(echo "$isa" | head -1)"
+  fi
+  uintc=$(echo "$dts" | grep -c 'compatible = "coral,uintc"')
+  if [ "$uintc" -eq $((expect / 2)) ]; then
+    pass "dtb/$name/uintc-node ($uintc)"
+  else
+    fail "dtb/$name/uintc-node" "$uintc coral,uintc nodes, want $((expect / 2))"
   fi
 done
 

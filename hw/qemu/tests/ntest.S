@@ -1,5 +1,6 @@
 # Entry and trap stubs of the bare-metal N-extension test (see ntest.c).
-# QEMU virt with -bios none jumps here in M-mode, hart 0 only (-smp 1).
+# QEMU virt with -bios none jumps here in M-mode, on every hart: hart 0 runs
+# the test, hart 1 is the receiver of the cross-hart UINTC check, others park.
 # Memory is bare (satp = 0) and shared by all three modes, so each trap stub
 # saves the caller-saved registers on the interrupted code's stack, calls its
 # C handler with a pointer to them, restores them and returns with the
@@ -9,8 +10,20 @@
   .section .text.start
   .globl _start
 _start:
+  csrr t0, mhartid
+  li t1, 1
+  beq t0, t1, 2f
+  bnez t0, park
   la sp, stack_top
   call m_main
+  j park
+2:
+  la sp, stack1_top
+  call m_secondary
+  .globl park
+park:
+  wfi
+  j park
 1:
   j 1b
 
@@ -81,6 +94,14 @@ u_trap:
   RESTORE
   URET
 
+  .balign 4
+  .globl u_trap1
+u_trap1:               # hart 1's handler
+  SAVE
+  call u_trap1_c
+  RESTORE
+  URET
+
 # Vectored utvec table: interrupt cause c enters at u_vec + 4*c. Only the
 # slots a test expects to be used lead to u_trap; slot 0 (also where
 # exceptions enter) is marked so a test can tell which slot was taken.
@@ -122,3 +143,5 @@ u_vec_bad:
   .balign 16
   .space 16384
 stack_top:
+  .space 8192
+stack1_top:

@@ -4,12 +4,22 @@
 // chapter from each side. Every check prints "PASS name" or "FAIL name: why"
 // on the UART; the last line is "ntest: N passed, N failed", then the
 // sifive_test device powers QEMU off (exit status 0 only if nothing failed).
-// With -cpu rv64,n=on it checks N; with n off (the default) that none of it
-// exists, i.e. that the patch leaves a stock hart alone.
+// With -cpu rv64,n=on it checks N and Coral's user-interrupt controller
+// (UINTC, hw/qemu/0002-*.patch); with n off (the default) that none of it
+// exists, i.e. that the patches leave a stock board alone. Run with -smp 2:
+// hart 1 parks, and is the "other hart" of the UINTC routing check.
 #include <stdint.h>
 
 #define UART_THR ((volatile uint8_t *)0x10000000UL)  // ns16550a on virt
 #define TEST_DEV ((volatile uint32_t *)0x100000UL)   // sifive_test on virt
+
+// The UINTC on virt with n=on (include/hw/intc/coral_uintc.h in the patch).
+#define UINTC 0x2F10000UL
+#define UINTC_SEND(r) ((volatile uint64_t *)(UINTC + (r) * 0x1000UL))
+#define UINTC_CLAIM(r) ((volatile uint64_t *)(UINTC + 0x40000UL + (r) * 0x1000UL))
+#define UINTC_PENDING(r) ((volatile uint64_t *)(UINTC + 0x40008UL + (r) * 0x1000UL))
+#define UINTC_HART(r) ((volatile uint64_t *)(UINTC + 0x80000UL + (r) * 16UL))
+#define UINTC_ACTIVE(r) ((volatile uint64_t *)(UINTC + 0x80008UL + (r) * 16UL))
 
 // N-extension CSRs, by number: binutils 2.40 no longer names all of them.
 #define USTATUS 0x000
@@ -35,6 +45,7 @@
 #define INTR (1UL << 63)
 #define CAUSE_BREAKPOINT 3
 #define CAUSE_ILLEGAL 2
+#define CAUSE_LOAD_ACCESS 5
 #define CAUSE_U_ECALL 8
 #define SSTATUS_SIE 0x2
 
@@ -45,7 +56,8 @@
 #define csr_set(c, v) asm volatile("csrs " STR(c) ", %0" :: "r"((uint64_t)(v)) : "memory")
 #define csr_clear(c, v) asm volatile("csrc " STR(c) ", %0" :: "r"((uint64_t)(v)) : "memory")
 
-extern char m_trap[], s_trap[], u_trap[], u_vec[];
+extern char m_trap[], s_trap[], u_trap[], u_trap1[], u_vec[];
+extern void park(void);
 
 // ---- output ----
 static int passed, failed;
@@ -98,7 +110,7 @@ void m_trap_c(uint64_t *frame) {
   finish();
 }
 
-// Run an instruction that must raise illegal-instruction; returns the cause.
+// Run an instruction that must trap to M-mode; returns the cause.
 #define PROBE(insn) ({ m_probe_cause = ~0UL; m_probe = 1; \
   asm volatile(".option push\n.option norvc\n" insn "\n.option pop" ::: "t0", "memory"); \
   m_probe = 0; m_probe_cause; })
@@ -119,11 +131,26 @@ static void stock_checks(void) {
   csr_write(mie, 0);
   csr_set(mstatus, USTATUS_UIE | USTATUS_UPIE);
   check("mstatus-UIE-UPIE-read-0", csr_read(mstatus) & (USTATUS_UIE | USTATUS_UPIE), 0);
+  check("no-uintc", PROBE("li t0, 0x2F10000\nld t0, 0(t0)"), CAUSE_LOAD_ACCESS);
   finish();
 }
 
 static void s_main(void);
 static void u_main(void);
+
+// Enter S-mode at fn, with access to all memory (bare, and PMP has no rule
+// at reset, which would mean no access below M-mode).
+static void m_to_s(void (*fn)(void)) {
+  csr_write(mcounteren, 7);                  // S (and below) may read time
+  csr_write(pmpaddr0, ~0UL);
+  csr_write(pmpcfg0, 0x1f);                  // NAPOT, R W X
+  uint64_t ms = csr_read(mstatus);
+  ms = (ms & ~(3UL << 11)) | (1UL << 11);    // MPP = S
+  csr_write(mstatus, ms);
+  csr_write(mepc, fn);
+  asm volatile("mret");
+  for (;;) ;
+}
 
 void m_main(void) {
   csr_write(mtvec, m_trap);
@@ -142,15 +169,20 @@ void m_main(void) {
   csr_write(mideleg, MIP_SSIP | MIP_STIP | MIP_SEIP);
   csr_write(medeleg, (1UL << CAUSE_BREAKPOINT) | (1UL << CAUSE_U_ECALL));
 
-  // S and U may touch all memory (bare, no PMP rule means no access).
-  csr_write(pmpaddr0, ~0UL);
-  csr_write(pmpcfg0, 0x1f);                  // NAPOT, R W X
-  uint64_t ms = csr_read(mstatus);
-  ms = (ms & ~(3UL << 11)) | (1UL << 11);    // MPP = S
-  csr_write(mstatus, ms);
-  csr_write(mepc, s_main);
-  asm volatile("mret");
-  for (;;) ;
+  m_to_s(s_main);
+}
+
+// Hart 1: the same delegation as hart 0, then S-mode, then U-mode, where it
+// waits for a UINTC interrupt (see uintc_checks).
+static void s_secondary(void);
+
+void m_secondary(void) {
+  if (!((csr_read(misa) >> 13) & 1))
+    park();
+  csr_write(mtvec, m_trap);
+  csr_write(mideleg, MIP_SSIP | MIP_STIP | MIP_SEIP);
+  csr_write(medeleg, (1UL << CAUSE_BREAKPOINT) | (1UL << CAUSE_U_ECALL));
+  m_to_s(s_secondary);
 }
 
 // ---- S-mode: delegation CSRs, and services for U-mode through ecall ----
@@ -202,9 +234,18 @@ void s_trap_c(uint64_t *frame) {
     csr_set(sstatus, SSTATUS_SIE);
     for (volatile int i = 0; i < 100; i++) ;
     csr_clear(sstatus, SSTATUS_SIE);
+    csr_set(SIDELEG, MIP_USIP);               // back to U-mode for what follows
     break;
   }
   csr_write(sepc, sepc + 4);
+}
+
+static void s_to_u(void (*fn)(void)) {
+  csr_write(scounteren, 7);                   // U may read time
+  csr_clear(sstatus, 1UL << 8);               // SPP = U
+  csr_write(sepc, fn);
+  asm volatile("sret");
+  for (;;) ;
 }
 
 static void s_main(void) {
@@ -221,17 +262,23 @@ static void s_main(void) {
   check("sie-shows-USIE", csr_read(sie) & MIP_USIP, MIP_USIP);
   csr_clear(sie, MIP_USIP);
   csr_write(SIDELEG, U_INTS);
+  s_to_u(u_main);
+}
 
-  csr_clear(sstatus, 1UL << 8);               // SPP = U
-  csr_write(sepc, u_main);
-  asm volatile("sret");
-  for (;;) ;
+static void u_secondary(void);
+
+static void s_secondary(void) {
+  csr_write(stvec, s_trap);
+  csr_write(SIDELEG, U_INTS);
+  s_to_u(u_secondary);
 }
 
 // ---- U-mode: the handler records every trap it gets ----
 static volatile int u_events;
 static volatile uint64_t u_cause[4], u_epc[4], u_status[4];
 static volatile int u_slot = -2;             // vectored slot taken, -2 if none
+static volatile int u_claim = -1;            // UINTC entry the handler claims, or -1
+static volatile uint64_t u_claimed;
 
 static void u_reset(void) {
   u_events = 0;
@@ -256,7 +303,9 @@ void u_trap_c(uint64_t *frame) {
     u_status[n] = csr_read(USTATUS);
   }
   u_events = n + 1;
-  if (cause == (INTR | 0))
+  if (cause == (INTR | 0) && u_claim >= 0)
+    u_claimed |= *UINTC_CLAIM(u_claim);       // lowers the UINTC's USIP line
+  else if (cause == (INTR | 0))
     csr_clear(UIP, MIP_USIP);                 // or it fires again at once
   else if (cause == (INTR | 8))
     ecall(CMD_CLEAR_UEIP);                    // UEIP is not writable from U
@@ -269,6 +318,123 @@ void u_trap_c(uint64_t *frame) {
 void u_vec_c(uint64_t *frame, long slot) {
   u_slot = (int)slot;
   u_trap_c(frame);
+}
+
+// Wait for another hart: until cond holds, or 10 s of the board's clock
+// (10 MHz on virt) have passed, a safety net only. Host speed does not
+// matter: the loop ends as soon as the other hart has acted.
+#define WAIT_FOR(cond) do { \
+    uint64_t t0_ = csr_read(time); \
+    while (!(cond) && csr_read(time) - t0_ < 100000000UL) ; \
+  } while (0)
+
+// ---- hart 1 in U-mode: takes UINTC entry 1's interrupts ----
+static volatile int h1_go, h1_ready;
+static volatile uint64_t h1_claimed, h1_cause;
+
+void u_trap1_c(uint64_t *frame) {
+  (void)frame;
+  h1_cause = csr_read(UCAUSE);
+  h1_claimed |= *UINTC_CLAIM(1);
+}
+
+static void u_secondary(void) {
+  csr_write(UTVEC, u_trap1);
+  csr_write(UIE, MIP_USIP);
+  // UIE only once hart 0 says so: until then hart 0's checks route entry 0
+  // here without meaning hart 1 to take it.
+  while (!h1_go) ;
+  csr_set(USTATUS, USTATUS_UIE);
+  h1_ready = 1;
+  for (;;) ;
+}
+
+// ---- the UINTC, from U-mode (memory is bare and PMP lets U reach it) ----
+// Unlike a CSR write, a device store does not end QEMU's translation block:
+// the interrupt comes a few instructions later, as on hardware. Wait for it
+// (a bound, not a delay: the loop ends as soon as the handler has run).
+static void wait_events(int n) {
+  for (int i = 0; i < 100000 && u_events < n; i++) ;
+}
+
+static void uintc_checks(void) {
+  csr_set(UIE, MIP_USIP);                     // S-mode's handler cleared it in 8.
+  u_claim = 0;
+  u_claimed = 0;
+  *UINTC_HART(0) = 0;
+  *UINTC_ACTIVE(0) = 1;
+  check("uintc-control-reads-back", *UINTC_HART(0) + (*UINTC_ACTIVE(0) << 8), 0x100);
+
+  // A send raises hart 0's USIP; the handler's CLAIM returns the bits and
+  // lowers the line again.
+  u_reset();
+  *UINTC_SEND(0) = 5;
+  wait_events(1);
+  check("uintc-send-taken", u_events, 1);
+  check("uintc-send-ucause", u_cause[0], INTR | 0);
+  check("uintc-claim-bits", u_claimed, 1UL << 5);
+  check("uintc-claim-cleared", *UINTC_PENDING(0), 0);
+  check("uintc-line-low", csr_read(UIP) & MIP_USIP, 0);
+
+  // An inactive entry keeps its bits and raises nothing until activated.
+  u_reset();
+  u_claimed = 0;
+  *UINTC_ACTIVE(0) = 0;
+  *UINTC_SEND(0) = 1;
+  *UINTC_SEND(0) = 63;
+  wait_events(1);
+  check("uintc-inactive-not-taken", u_events, 0);
+  check("uintc-inactive-pending", *UINTC_PENDING(0), (1UL << 63) | 2);
+  *UINTC_ACTIVE(0) = 1;
+  wait_events(1);
+  check("uintc-activate-taken", u_events, 1);
+  check("uintc-activate-claim", u_claimed, (1UL << 63) | 2);
+
+  // An entry routed to hart 1 leaves hart 0 alone; routing it back delivers.
+  u_reset();
+  u_claimed = 0;
+  *UINTC_HART(0) = 1;
+  *UINTC_SEND(0) = 7;
+  wait_events(1);
+  check("uintc-other-hart-not-here", u_events + (csr_read(UIP) & MIP_USIP), 0);
+  *UINTC_HART(0) = 0;
+  wait_events(1);
+  check("uintc-routed-back-taken", u_events, 1);
+  check("uintc-routed-back-claim", u_claimed, 1UL << 7);
+  *UINTC_HART(0) = 99;                         // no such hart: ignored
+  check("uintc-bad-hart-ignored", *UINTC_HART(0), 0);
+
+  // USIP has two sources: lowering the line keeps a software-set USIP, and
+  // clearing the software bit keeps the line's.
+  csr_clear(USTATUS, USTATUS_UIE);
+  csr_set(UIP, MIP_USIP);
+  *UINTC_SEND(0) = 0;
+  (void)*UINTC_CLAIM(0);
+  check("uintc-low-line-keeps-software-usip", csr_read(UIP) & MIP_USIP, MIP_USIP);
+  *UINTC_SEND(0) = 0;
+  csr_clear(UIP, MIP_USIP);
+  check("uintc-software-clear-keeps-line", csr_read(UIP) & MIP_USIP, MIP_USIP);
+  (void)*UINTC_CLAIM(0);
+  check("uintc-both-clear", csr_read(UIP) & MIP_USIP, 0);
+  csr_set(USTATUS, USTATUS_UIE);
+  *UINTC_ACTIVE(0) = 0;
+  u_claim = -1;
+
+  // Across harts: entry 1 names hart 1, which spins in U-mode with UIE set. A
+  // store here is all it takes for hart 1's handler to run: no IPI, no kernel.
+  h1_go = 1;
+  WAIT_FOR(h1_ready);
+  check("uintc-hart1-ready", h1_ready, 1);
+  if (!h1_ready)
+    return;                                   // no hart 1 (-smp 1): nothing to test
+  *UINTC_HART(1) = 1;
+  *UINTC_ACTIVE(1) = 1;
+  u_reset();
+  *UINTC_SEND(1) = 9;
+  WAIT_FOR(h1_claimed);
+  check("uintc-cross-hart-delivered", h1_claimed, 1UL << 9);
+  check("uintc-cross-hart-ucause", h1_cause, INTR | 0);
+  check("uintc-cross-hart-not-here", u_events, 0);
 }
 
 static void u_main(void) {
@@ -365,6 +531,8 @@ static void u_main(void) {
   ecall(CMD_UNDELEGATE_USIP);
   check("undelegated-USIP-taken-in-S", s_async_cause, INTR | 0);
   check("undelegated-USIP-not-in-U", u_events, 0);
+  csr_write(UTVEC, u_trap);
 
+  uintc_checks();
   finish();
 }
