@@ -36,7 +36,8 @@
 #define SYS_send 24       // send(int fd, const void *buf, long n) -> bytes queued (1..n)
 #define SYS_shutdown 25   // shutdown(int fd, int how)             -> 0; how: SHUT_RD/WR/RDWR
 #define SYS_setkmode 26   // setkmode(int mode)                    -> previous mode (KMODE_*)
-#define NSYSCALL 27
+#define SYS_uintr_recv 27 // uintr_recv()                          -> user address of this thread's receive page, or 0
+#define NSYSCALL 28
 
 // shutdown() directions
 #define SHUT_RD 0
@@ -117,6 +118,7 @@
 #define USER_EXEC_PAGE 0x70100000UL     // the process's executor state (RW)
 #define USER_RING 0x70200000UL          // the completion ring (RW, shared with the kernel)
 #define USER_VVAR 0x70300000UL          // read-only kernel data (global priority bitmap)
+#define USER_UINTC_RECV 0x70400000UL    // + tid * 4 KiB: a thread's receive page on the user-interrupt controller
 
 // ---- the completion ring (one page at USER_RING, shared with the kernel) ----
 // The kernel writes entries at tail and then advances tail; the process reads

@@ -312,6 +312,23 @@ static int parse_finisher(struct ctx *c) {
   return read_mmio(c, n, "test device", &c->b->finisher);
 }
 
+// Our QEMU's user-interrupt controller ("coral,uintc", hw/qemu), present only
+// when the harts have the N extension. Optional.
+static int parse_uintc(struct ctx *c) {
+  static const char *const compat[] = { "coral,uintc" };
+  int n = find_enabled(c, compat, 1), r;
+
+  if (n == FDT_ERR_NOTFOUND)
+    return 0;
+  if (n < 0)
+    return fail_fdt(c, "looking for the user-interrupt controller", n);
+  if (read_mmio(c, n, "user-interrupt controller", &c->b->uintc) < 0)
+    return -1;
+  if ((r = fdt_getprop_u32(&c->f, n, "coral,entries", &c->b->uintc_entries)) < 0)
+    return fail_fdt(c, "coral,uintc coral,entries", r);
+  return 0;
+}
+
 // The PLIC's interrupts-extended lists its contexts in order, each as a
 // phandle of a hart-local interrupt controller followed by that controller's
 // #interrupt-cells cells (one for RISC-V: the local irq number, 11 = M-mode
@@ -466,6 +483,7 @@ int board_parse(const void *dtb, struct board *b, char *err, size_t errlen) {
 
   if (parse_memory(&c) < 0 || parse_harts(&c) < 0 || parse_uart(&c) < 0 ||
       parse_plic(&c) < 0 || parse_virtio(&c) < 0 || parse_finisher(&c) < 0 ||
+      parse_uintc(&c) < 0 ||
       parse_bootargs(&c) < 0)
     return -1;
   return 0;

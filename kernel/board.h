@@ -30,6 +30,8 @@ struct board {
   int32_t plic_sctx[BOARD_MAX_HARTS]; // PLIC context of each hart's S-mode external irq, -1 if none
   uint32_t nvirtio;
   struct mmio_dev virtio[BOARD_MAX_VIRTIO]; // "virtio,mmio" slots, in ascending address order
+  struct mmio_dev uintc;        // "coral,uintc" (our QEMU's user-interrupt controller); size 0 if absent
+  uint32_t uintc_entries;       // its receiver entries ("coral,entries")
   struct mmio_dev finisher;     // "sifive,test0" (QEMU's exit-status device); size 0 if absent
   char bootargs[BOARD_BOOTARGS_MAX];        // /chosen bootargs ("" if absent)
 };

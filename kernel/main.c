@@ -2,6 +2,7 @@
 // harts through SBI HSM, picks the job named on the command line (bootargs) and
 // joins the executor loop. Every hart ends in sched_loop().
 #include "poweroff.h"
+#include "uintc.h"
 #include "uintr.h"
 #include "board.h"
 #include "hart.h"
@@ -103,6 +104,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
   kmalloc_init();
   kvm_init(&board);
   uintr_select(board.has_n);
+  uintc_init(&board);
   hart_setup();
   poweroff_init(&board);  // paging is on: the exit-status device can be reached
   plic_init();

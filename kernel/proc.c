@@ -169,6 +169,8 @@ static struct proc *alloc_slot(void) {
 // Free everything a process holds except its slot (files, address space).
 static void release_resources(struct proc *p) {
   ring_release(p);
+  for (int i = 0; i < p->nthreads; i++)
+    uintr_release(&p->threads[i]);
   for (int fd = 0; fd < NOFILE; fd++)
     if (p->ofile[fd]) {
       file_close(p->ofile[fd]);

@@ -310,6 +310,12 @@ static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
 
 // setkmode(mode): how the kernel serves this process's calls that must wait
 // (KMODE_*, kernel/syswork.c). -> the previous mode
+static long sys_uintr_recv(struct thread *t, struct sysargs *sa, int may_block) {
+  (void)sa;
+  (void)may_block;
+  return (long)uintr_recv_page(t);
+}
+
 static long sys_setkmode(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
@@ -330,6 +336,7 @@ static const syscall_fn calls[NSYSCALL] = {
   [SYS_socket] = sys_socket, [SYS_bind] = sys_bind,   [SYS_listen] = sys_listen,
   [SYS_accept] = sys_accept, [SYS_recv] = sys_recv,   [SYS_send] = sys_send,
   [SYS_shutdown] = sys_shutdown, [SYS_setkmode] = sys_setkmode,
+  [SYS_uintr_recv] = sys_uintr_recv,
 };
 
 // Calls that may wait, and so have an asynchronous form.

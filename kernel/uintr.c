@@ -8,13 +8,19 @@
 #include "proc.h"
 #include "riscv.h"
 #include "sbi.h"
+#include "uintc.h"
+#include "palloc.h"
+#include "uvm.h"
 
 static int native;            // set once at boot, before the other harts start
 
 void uintr_select(int n) { native = n; }
 
 const char *uintr_backend_name(void) {
-  return native ? "native (N extension)" : "emulated";
+  if (!native)
+    return "emulated";
+  return uintc_present() ? "native (N extension), with a user-interrupt controller"
+                         : "native (N extension)";
 }
 
 void uintr_init_hart(void) {
@@ -23,7 +29,12 @@ void uintr_init_hart(void) {
 }
 
 void uintr_init(struct thread *t) {
-  t->ui = (struct uintr_state){ 0 };
+  // A slot reused within a process keeps its controller entry (and mapping),
+  // emptied: entries go back only when the process ends (uintr_release).
+  int entry1 = t->ui.uintc_entry1;
+  t->ui = (struct uintr_state){ .uintc_entry1 = entry1 };
+  if (entry1)
+    uintc_reset(entry1 - 1);
   // What S-mode does on an N hart: delegate the user software interrupt, and
   // only it (csrw sideleg): the kernel raises nothing else. The model keeps it
   // for the emulation; the native backend writes the same value into the real
@@ -35,14 +46,50 @@ void uintr_init(struct thread *t) {
 
 int uintr_pending(struct thread *t) {
   // Bits the hardware raised are never counted here: a thread whose state is
-  // in the kernel has had them moved into n.uip by uintr_leave.
-  return (__atomic_load_n(&t->ui.n.uip, __ATOMIC_SEQ_CST) & NM_USIP) != 0;
+  // in the kernel has had them moved into n.uip by uintr_leave. Bits waiting
+  // in its controller entry are.
+  int entry1 = t->ui.uintc_entry1;
+  return (__atomic_load_n(&t->ui.n.uip, __ATOMIC_SEQ_CST) & NM_USIP) != 0 ||
+         (entry1 && uintc_pending(entry1 - 1));
+}
+
+uint64_t uintr_recv_page(struct thread *t) {
+  if (!native || !uintc_present())
+    return 0;
+  struct proc *p = t->proc;
+  uint64_t va = USER_UINTC_RECV + (uint64_t)t->tid * PAGE_SIZE;
+  if (!t->ui.uintc_entry1) {
+    int e = uintc_alloc();
+    if (e < 0)
+      return 0;                // all taken: this thread keeps uip and IPIs
+    if (uvm_map_shared(p->pagetable, va, uintc_recv_page(e), PTE_R | PTE_W) != 0) {
+      uintc_free(e);
+      return 0;
+    }
+    // Published last: from here on posts go to the controller.
+    __atomic_store_n(&t->ui.uintc_entry1, e + 1, __ATOMIC_SEQ_CST);
+  }
+  return va;
+}
+
+void uintr_release(struct thread *t) {
+  if (t->ui.uintc_entry1)
+    uintc_free(t->ui.uintc_entry1 - 1);
+  t->ui.uintc_entry1 = 0;
 }
 
 void uintr_post(struct thread *t) {
   t->ui.post_instret = csr_read(instret);   // for the delivery-latency benchmark
-  nm_raise(&t->ui.n, NM_USIP);
   __atomic_fetch_add(&t->ui.posted, 1, __ATOMIC_RELAXED);
+  int entry1 = __atomic_load_n(&t->ui.uintc_entry1, __ATOMIC_SEQ_CST);
+  if (entry1) {
+    // The controller keeps the bit until the thread's handler claims it, and
+    // raises USIP on whichever hart the thread runs on (if it runs): no IPI.
+    uintc_send(entry1 - 1);
+    waitq_wake_all(&t->uwait);
+    return;
+  }
+  nm_raise(&t->ui.n, NM_USIP);
   waitq_wake_all(&t->uwait);
   // Running on another hart right now? Interrupt it, so the delivery happens at
   // once rather than at its next tick: its trap brings the thread through

@@ -29,6 +29,7 @@ struct uintr_state {
   uint64_t posted;             // how many times an interrupt was raised
   uint64_t delivered;          // handler entries the kernel made (emulated only)
   uint64_t post_instret;       // instret of the posting hart at the last post
+  int uintc_entry1;            // its entry on the user-interrupt controller + 1; 0: none
 };
 
 // At boot, before any hart calls uintr_init_hart: native if every hart has N.
@@ -38,6 +39,12 @@ void uintr_init_hart(void);
 const char *uintr_backend_name(void);
 
 void uintr_init(struct thread *t);
+// The thread's receive page on the user-interrupt controller, mapped into its
+// process (allocated on first use): its user address, or 0 where there is no
+// controller (or no free entry: posts then go through uip and an IPI).
+uint64_t uintr_recv_page(struct thread *t);
+// The process is ending: give its threads' controller entries back.
+void uintr_release(struct thread *t);
 // Raise a user software interrupt for thread t (from any hart, any kernel coroutine).
 void uintr_post(struct thread *t);
 int uintr_pending(struct thread *t);

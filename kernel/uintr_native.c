@@ -17,7 +17,9 @@
 // the CSRs are named by number.
 #include "uintr_backend.h"
 #include "proc.h"
+#include "hart.h"
 #include "riscv.h"
+#include "uintc.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)       // expands num first: the asm sees the number
@@ -59,10 +61,15 @@ void uintr_native_enter(struct thread *t) {
   // (and interrupts this hart), so nothing falls between the two.
   if (__atomic_exchange_n(&n->uip, 0, __ATOMIC_SEQ_CST) & NM_USIP)
     UCSR_SET(UIP, NM_USIP);
+  // Its controller entry now names this hart: pending bits raise USIP here.
+  if (t->ui.uintc_entry1)
+    uintc_activate(t->ui.uintc_entry1 - 1, this_hart()->hartid);
 }
 
 void uintr_native_leave(struct thread *t) {
   struct nm_hart *n = &t->ui.n;
+  if (t->ui.uintc_entry1)              // its bits wait in the entry meanwhile
+    uintc_deactivate(t->ui.uintc_entry1 - 1);
   n->utvec = UCSR_READ(UTVEC);
   n->uscratch = UCSR_READ(USCRATCH);
   n->uepc = UCSR_READ(UEPC);

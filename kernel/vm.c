@@ -75,6 +75,7 @@ void kvm_init(const struct board *b) {
   map_device(kroot, &b->uart);
   map_device(kroot, &b->plic);
   map_device(kroot, &b->finisher);
+  map_device(kroot, &b->uintc);
   for (uint32_t i = 0; i < b->nvirtio; i++)
     map_device(kroot, &b->virtio[i]);
 }

@@ -133,12 +133,19 @@ full=$(value yield_resume_fullsave)
 - The `_native` rows run the same binary on our QEMU with the N extension
   (hw/qemu, `-cpu rv64,n=on`). A u-CSR access is then one instruction instead
   of an M-mode round trip, and the handler is entered by the hardware, which
-  takes about 1,700 instructions off the async round trip. What remains is the
+  takes about 1,500 instructions off the async round trip. What remains is the
   kernel's path (the async submit, a stackful kernel coroutine, the ring, the
   switch back to the process), the same on both backends: that is where a
   round trip near 1,000 instructions has to come from. Every trap also costs
-  about 50 instructions more on native harts, for saving and loading the
-  thread's u-CSRs.
+  about 60 instructions more on native harts, for saving and loading the
+  thread's u-CSRs and pointing its controller entry at the hart (the
+  user-interrupt controller: a post is one store to it).
+- `uintr_delivery_local_*` counts from the kernel's post to the first
+  instruction of the handler's C function, on one hart: the rest of the kernel
+  work that made the completion, the switch back to the process, and the
+  entry's register saves. It is nearly the same on both backends because the
+  emulated injection itself is cheap; what native N saves is the handler's two
+  trapping instructions (clear USIP, `uret`) after that point.
 - A user coroutine switch goes through the vDSO entry table (an indirect call),
   the runtime's critical-section counter, and the executor lock; the kernel's
   own dispatch figure above is the same executor without those.

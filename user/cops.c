@@ -24,6 +24,8 @@ struct cops_thread {
   volatile int drain_due;          // the handler found crit > 0
   int pending_ops;                 // async calls this thread submitted, not done
   int uintr_on;                    // this thread's user interrupts are enabled
+  volatile uint64_t *uintc_claim;  // its receive page's CLAIM word (native N with a
+                                   // user-interrupt controller), or 0
 };
 
 static struct cops_thread main_thread;
@@ -132,6 +134,8 @@ void cops_uintr_handler(void) {
   // missed between the drain and the uret.
   __asm__ volatile("csrc " CSR_UIP_NUM ", %0" :: "r"(1UL));
   struct cops_thread *t = me();
+  if (t->uintc_claim)
+    (void)*t->uintc_claim;        // take the controller's bits: its USIP line drops
   if (t->crit)
     t->drain_due = 1;
   else
@@ -176,6 +180,7 @@ long cops_async(uint64_t nr, long a0, long a1, long a2) {
     return -EINVAL;              // the caller must be able to block
   struct cops_thread *self = me();
   if (!self->uintr_on) {           // remembered here: reading ustatus would trap
+    self->uintc_claim = (volatile uint64_t *)uintr_recv();
     uintr_enable();
     self->uintr_on = 1;
   }

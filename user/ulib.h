@@ -45,6 +45,7 @@ long recv(int fd, void *buf, long n);
 long send(int fd, const void *buf, long n);
 int shutdown(int fd, int how);
 int setkmode(int mode);       // KMODE_*: how the kernel serves calls that wait; returns the old mode
+long uintr_recv(void);        // this thread's receive page on the user-interrupt controller, or 0
 
 // ---- strings and memory (ulib.c) ----
 size_t strlen(const char *s);
