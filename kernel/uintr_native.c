@@ -14,7 +14,8 @@
 //     goes back into the record, so a post is never lost or given to the next
 //     thread on this hart.
 // Assemblers no longer know the u-CSR names (N was dropped from the spec), so
-// the CSRs are named by number.
+// the CSRs are named by number: nmodel.h's NM_CSR_*, expanded before the asm
+// string is made.
 #include "uintr_backend.h"
 #include "proc.h"
 #include "hart.h"
@@ -28,39 +29,28 @@
 #define UCSR_SET(num, bits) __asm__ volatile("csrs " STR(num) ", %0" :: "r"((uint64_t)(bits)) : "memory")
 #define UCSR_CLEAR(num, bits) __asm__ volatile("csrc " STR(num) ", %0" :: "r"((uint64_t)(bits)) : "memory")
 
-// CSR numbers (kernel/nmodel.h has them as NM_CSR_*; asm needs literals).
-#define UIE      0x004
-#define UTVEC    0x005
-#define USCRATCH 0x040
-#define UEPC     0x041
-#define UCAUSE   0x042
-#define UTVAL    0x043
-#define UIP      0x044
-#define SEDELEG  0x102
-#define SIDELEG  0x103
-
 #define USTATUS_BITS (NM_USTATUS_UIE | NM_USTATUS_UPIE)   // ustatus lives in sstatus
 
 void uintr_native_init_hart(void) {
-  UCSR_WRITE(SEDELEG, 0);
-  UCSR_WRITE(SIDELEG, NM_USIP);
-  UCSR_CLEAR(UIP, NM_USIP);
+  UCSR_WRITE(NM_CSR_SEDELEG, 0);
+  UCSR_WRITE(NM_CSR_SIDELEG, NM_USIP);
+  UCSR_CLEAR(NM_CSR_UIP, NM_USIP);
 }
 
 void uintr_native_enter(struct thread *t) {
   struct nm_hart *n = &t->ui.n;
-  UCSR_WRITE(UTVEC, n->utvec);
-  UCSR_WRITE(USCRATCH, n->uscratch);
-  UCSR_WRITE(UEPC, n->uepc);
-  UCSR_WRITE(UCAUSE, n->ucause);
-  UCSR_WRITE(UTVAL, n->utval);
-  UCSR_WRITE(UIE, n->uie);
+  UCSR_WRITE(NM_CSR_UTVEC, n->utvec);
+  UCSR_WRITE(NM_CSR_USCRATCH, n->uscratch);
+  UCSR_WRITE(NM_CSR_UEPC, n->uepc);
+  UCSR_WRITE(NM_CSR_UCAUSE, n->ucause);
+  UCSR_WRITE(NM_CSR_UTVAL, n->utval);
+  UCSR_WRITE(NM_CSR_UIE, n->uie);
   csr_clear(sstatus, USTATUS_BITS);
   csr_set(sstatus, n->ustatus & USTATUS_BITS);
   // Take the posted bit: from here on a post from another hart sets it again
   // (and interrupts this hart), so nothing falls between the two.
   if (__atomic_exchange_n(&n->uip, 0, __ATOMIC_SEQ_CST) & NM_USIP)
-    UCSR_SET(UIP, NM_USIP);
+    UCSR_SET(NM_CSR_UIP, NM_USIP);
   // Its controller entry now names this hart: pending bits raise USIP here.
   if (t->ui.uintc_entry1)
     uintc_activate(t->ui.uintc_entry1 - 1, this_hart()->hartid);
@@ -70,15 +60,15 @@ void uintr_native_leave(struct thread *t) {
   struct nm_hart *n = &t->ui.n;
   if (t->ui.uintc_entry1)              // its bits wait in the entry meanwhile
     uintc_deactivate(t->ui.uintc_entry1 - 1);
-  n->utvec = UCSR_READ(UTVEC);
-  n->uscratch = UCSR_READ(USCRATCH);
-  n->uepc = UCSR_READ(UEPC);
-  n->ucause = UCSR_READ(UCAUSE);
-  n->utval = UCSR_READ(UTVAL);
-  n->uie = UCSR_READ(UIE);
+  n->utvec = UCSR_READ(NM_CSR_UTVEC);
+  n->uscratch = UCSR_READ(NM_CSR_USCRATCH);
+  n->uepc = UCSR_READ(NM_CSR_UEPC);
+  n->ucause = UCSR_READ(NM_CSR_UCAUSE);
+  n->utval = UCSR_READ(NM_CSR_UTVAL);
+  n->uie = UCSR_READ(NM_CSR_UIE);
   n->ustatus = csr_read(sstatus) & USTATUS_BITS;
-  if (UCSR_READ(UIP) & NM_USIP) {       // posted, not yet taken by the handler
-    UCSR_CLEAR(UIP, NM_USIP);
+  if (UCSR_READ(NM_CSR_UIP) & NM_USIP) {       // posted, not yet taken by the handler
+    UCSR_CLEAR(NM_CSR_UIP, NM_USIP);
     nm_raise(n, NM_USIP);
   }
 }
