@@ -505,15 +505,15 @@ static void u_main(void) {
   check("utvec-mode2-ignored", csr_read(UTVEC), (uint64_t)u_vec | 1);
   csr_write(UTVEC, u_trap);
 
-  // 6. Both pending at once: the lower number first (USI before UEI).
+  // 6. Both pending at once: the spec's order, external before software.
   u_reset();
   csr_clear(USTATUS, USTATUS_UIE);
   ecall(CMD_SET_UEIP);
   csr_set(UIP, MIP_USIP);
   csr_set(USTATUS, USTATUS_UIE);
   check("priority-two-traps", u_events, 2);
-  check("priority-USI-first", u_cause[0], INTR | 0);
-  check("priority-UEI-second", u_cause[1], INTR | 8);
+  check("priority-UEI-first", u_cause[0], INTR | 8);
+  check("priority-USI-second", u_cause[1], INTR | 0);
 
   // 7. An exception S-mode passes on with sedeleg, taken even with UIE=0.
   u_reset();
