@@ -281,6 +281,17 @@ static void test_basics(void) {
     check(NAME("kstat-bad-selector-%d", bad_selectors[i]), kstat(bad_selectors[i]), -EINVAL);
 }
 
+// uintr_recv takes no argument: 0 where there is no user-interrupt controller
+// (stock QEMU), else the main thread's receive page, the same on every call
+// (it ignores stray argument registers).
+static void test_uintr_recv(void) {
+  section("uintr_recv");
+  long va = uintr_recv();
+  check_true("uintr-recv-none-or-thread-page", va == 0 || va == (long)USER_UINTC_RECV, va,
+             "0 or USER_UINTC_RECV (thread 0)");
+  check("uintr-recv-same-again", raw_syscall(SYS_uintr_recv, -1, -1, -1), va);
+}
+
 static void test_nosys(void) {
   section("unknown system calls");
   check("syscall-0", raw_syscall(0, 0, 0, 0), -ENOSYS);
@@ -939,6 +950,7 @@ int main(int argc, char *argv[]) {
   test_start(argc, argv, sp);
   test_basics();
   test_nosys();
+  test_uintr_recv();
   test_sleep();
   test_brk();
   if (edge == NULL) {
