@@ -56,10 +56,17 @@ static const char *const regnames[31] = {
 
 void trap_report(const struct trapframe *tf) {
   struct hart *h = this_hart();
-  // A fault while a fault is being reported (a bad frame in the backtrace, a
-  // broken console) must not recurse: say so and stop.
-  static uint32_t reporting;
-  if (__atomic_exchange_n(&reporting, 1, __ATOMIC_SEQ_CST)) {
+  // One report at a time, by the first hart that faults: another hart that
+  // faults meanwhile waits (the machine is about to stop), and a fault during
+  // the report itself (a bad frame in the backtrace, a broken console) must
+  // not recurse: it is named, and the machine stops.
+  static int reporter = -1;
+  int none = -1;
+  if (!__atomic_compare_exchange_n(&reporter, &none, (int)h->index, 0, __ATOMIC_SEQ_CST,
+                                   __ATOMIC_SEQ_CST)) {
+    if (none != (int)h->index)
+      for (;;)
+        wfi();
     kprintf("\nKERNEL FAULT while reporting a fault (hart %u, sepc %p, stval %p)\n", h->hartid,
             (void *)tf->sepc, (void *)tf->stval);
     poweroff(1);
