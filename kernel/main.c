@@ -77,17 +77,34 @@ void secondary_main(uint64_t hartid, uint64_t index) {
   sched_loop();
 }
 
+// A hart that also arrived at _entry waits there (entry.S): let it in as
+// secondary i. Returns 1 if hart i is that hart.
+extern volatile int64_t entry_waiter, entry_go;
+static int release_parked(uint32_t i) {
+  if (__atomic_load_n(&entry_waiter, __ATOMIC_SEQ_CST) != (int64_t)harts[i].hartid)
+    return 0;
+  __atomic_store_n(&entry_go, (int64_t)i + 1, __ATOMIC_SEQ_CST);
+  kprintf("coral: hart %u had also entered at _entry; it joins as a secondary\n", harts[i].hartid);
+  return 1;
+}
+
 static void start_secondaries(void) {
   for (uint32_t i = 1; i < board.nharts; i++) {
+    if (release_parked(i))
+      continue;
     long err = sbi_hart_start(harts[i].hartid, (uint64_t)secondary_entry, i);
-    if (err)
+    if (err && err != SBI_ERR_ALREADY_AVAILABLE)   // already running: parked, see below
       kprintf("hart %u: SBI hart_start failed (%ld)\n", harts[i].hartid, err);
   }
   // Wait (bounded) for them to report in; a hart that never does is left out.
   // 10 s: a safety net, far beyond what a hart needs even on a loaded host.
+  // Meanwhile a hart that parked at _entry (it may arrive late) is let in.
   uint64_t deadline = rdtime() + 10 * board.timebase_hz;
   while (__atomic_load_n(&nharts_online, __ATOMIC_SEQ_CST) < board.nharts && rdtime() < deadline)
-    ;
+    for (uint32_t i = 1; i < board.nharts; i++)
+      if (!__atomic_load_n(&harts[i].online, __ATOMIC_SEQ_CST) &&
+          __atomic_load_n(&entry_go, __ATOMIC_SEQ_CST) == 0)
+        release_parked(i);
 }
 
 void kmain(uint64_t hartid, uint64_t dtb) {

@@ -11,6 +11,7 @@ struct sbiret { long error; long value; };
 #define SBI_EXT_HSM 0x48534D
 #define SBI_EXT_SRST 0x53525354
 
+#define SBI_ERR_ALREADY_AVAILABLE (-6)   // HSM: the hart is already started
 #define SBI_HSM_STARTED 0
 #define SBI_HSM_STOPPED 1
 
