@@ -149,3 +149,4 @@ include scripts/host/host.mk
 
 -include $(KOBJ:.o=.d)
 include hw/hw.mk
+include hw/soc/soc.mk
