@@ -150,7 +150,7 @@ def stop(p, log, echo):
 
 def run_until(gateware, env, until, logfile, echo):
     """Console to logfile; stop once `until` was printed and its line ended."""
-    with open(logfile, "wb") as log:
+    with open(logfile, "wb", buffering=0) as log:
         p = subprocess.Popen(["obj_dir/Vsim"], cwd=gateware, env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE)   # our module's reports: stderr
         want, seen, buf = until.encode(), False, b""
@@ -172,7 +172,7 @@ def run_commands(gateware, env, prompt, commands, logfile, echo):
     waiting for room, so commands are sent at most 15 bytes at a time, each
     piece once the previous one had time to be read."""
     want = prompt.encode()
-    with open(logfile, "wb") as log:
+    with open(logfile, "wb", buffering=0) as log:
         p = subprocess.Popen(["obj_dir/Vsim"], cwd=gateware, env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE)   # our module's reports: stderr
         todo, buf, done = list(commands), b"", False

@@ -11,7 +11,7 @@
 # Simulated time is the safety net (CORAL_SIM_MAX_CYCLES, cycles of the
 # 1 MHz simulated clock), so a hang is caught the same way on any host.
 # Called from hw/soc/soc.mk with SOC_SIM = the sim.py command line.
-# SIM_PROGS overrides the program list.
+# SIM_PROGS overrides the program list; "prog,arg" runs "prog arg".
 set -u
 BUILD=${BUILD:-build}
 LOGS=$BUILD/soc/test-logs
@@ -44,7 +44,7 @@ declare -A want=(
 
 log=$LOGS/session.log
 start=$SECONDS
-cmds=$(echo $PROGS | sed 's/ /; /g')
+cmds=$(echo $PROGS | sed 's/ /; /g; s/,/ /g')
 # shellcheck disable=SC2086 # SOC_SIM is a command line
 $SOC_SIM --commands "$cmds" --log "$log" > "$LOGS/sim.log" 2>&1
 status=$?
@@ -53,9 +53,10 @@ status=$?
 tr -d '\r' < "$log" | awk -v dir="$LOGS" '
   /^==== sim: / { out = dir "/" $3 ".log"; printf "" > out; next }
   out != "" { print >> out }'
-for prog in $PROGS; do
+for entry in $PROGS; do
+  prog=${entry%%,*}
   plog=$LOGS/$prog.log
-  if ! grep -q "^==== sim: $prog\$" "$log"; then
+  if ! grep -q "^==== sim: ${entry//,/ }\$" "$log"; then
     fail "sim/$prog/run" "never started (see $log)"
     continue
   fi
