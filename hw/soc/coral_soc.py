@@ -102,7 +102,10 @@ def gen(args):
         jobs=args.jobs,
         opt_level="O3",         # the toolchain's default is O0: a much slower model
         trace=args.trace,
-        trace_fst=args.trace,
+        # VCD, not FST: LiteX 2022.12's simulator never closes the trace
+        # writer, and an FST that is not closed holds only its header (its
+        # data waits in memory); a VCD is written as it goes.
+        trace_fst=False,
         trace_start=args.trace_start,
         trace_end=args.trace_end,
         extra_mods=["coralstat"],

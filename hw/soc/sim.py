@@ -238,7 +238,8 @@ def main():
         return 0
     env = dict(os.environ)
     if a.trace:
-        say(f"waveform: {os.path.join(gateware, 'sim.fst')} (open with gtkwave)")
+        say(f"waveform: {os.path.join(gateware, 'sim.vcd')} (open with gtkwave); the "
+            "last few kB of it are written only if the run goes on past the window")
     if a.commands:
         cmds = [c.strip() for c in a.commands.split(";") if c.strip()]
         return run_commands(gateware, env, a.prompt, cmds, a.log, a.echo)
