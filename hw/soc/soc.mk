@@ -85,3 +85,15 @@ flash:
 	  echo "flash: loaded. Now: $(SOC_VENV)/bin/litex_term --images $(FPGA_DIR)/boot.json /dev/ttyUSB<n>" \
 	       "(the ZCU102's PL UART channel), then reset the SoC (CPU_RESET button)"; \
 	fi
+
+# ---- what a timer tick costs on this SoC (docs/results/rtl.md) ----
+SOC_PROBE := $(SOC_DIR)/probe.bin
+$(SOC_PROBE): hw/soc/probe.S
+	@mkdir -p $(dir $@)
+	$(CC) -nostdlib -march=rv64imac_zicsr -mabi=lp64 -Wl,-Ttext=0x80200000 \
+	  -Wl,--build-id=none $< -o $(SOC_DIR)/probe.elf
+	$(CROSS)objcopy -O binary $(SOC_DIR)/probe.elf $@
+.PHONY: sim-probe
+sim-probe: $(SOC_VENV)/.pinned $(SOC_STUB) $(SOC_PROBE)
+	$(SOC_PY) hw/soc/sim.py --build $(SOC_DIR) --stub $(SOC_STUB) --kernel $(SOC_PROBE) \
+	  --opensbi $(SOC_SBI) --dtb-addr $(SOC_DTB_ADDR) --until '@@' --log $(SOC_DIR)/probe.log --echo
