@@ -2,7 +2,7 @@
 # on the simulated Rocket, to measure what Coral's timer tick is built from:
 # cycles for 100 `rdtime` (this Rocket has no time CSR: each one traps to
 # OpenSBI, which emulates it) and for 100 SBI set_timer calls. Prints both
-# totals in hex through the SBI console, then "@@".
+# totals in hex through the SBI console, then "@@" (sim.py stops there).
 .globl _start
 _start:
   li s2, 100
@@ -26,6 +26,8 @@ _start:
   li a0, '@'
   call putc
   li a0, '@'
+  call putc
+  li a0, '\n'
   call putc
 3: j 3b
 hex:                # print a0 as 16 hex digits and a newline
