@@ -162,3 +162,4 @@ include hw/qemu/qemu.mk
 
 -include $(KOBJ:.o=.d)
 include hw/hw.mk
+include hw/soc/soc.mk

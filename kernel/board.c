@@ -288,13 +288,15 @@ static int find_enabled(struct ctx *c, const char *const *list, int n) {
 }
 
 static int parse_uart(struct ctx *c) {
-  static const char *const compat[] = { "ns16550a", "ns16550" };
-  int n = find_enabled(c, compat, 2);
+  // The first two are 16550s; the last is LiteX's UART.
+  static const char *const compat[] = { "ns16550a", "ns16550", "litex,liteuart" };
+  int n = find_enabled(c, compat, 3);
 
   if (n == FDT_ERR_NOTFOUND)
-    return fail(c, "no uart (ns16550a)");
+    return fail(c, "no uart (ns16550a or litex,liteuart)");
   if (n < 0)
     return fail_fdt(c, "looking for the uart", n);
+  c->b->uart_type = fdt_node_compatible(&c->f, n, compat, 2) >= 0 ? UART_NS16550 : UART_LITEX;
   return read_mmio(c, n, "uart", &c->b->uart);
 }
 

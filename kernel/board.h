@@ -16,6 +16,12 @@ struct mmio_dev {
   uint32_t irq;                 // PLIC source number, 0 if none
 };
 
+// Which register set the console UART has (chosen by its compatible string).
+enum uart_type {
+  UART_NS16550,                 // "ns16550a" / "ns16550": QEMU virt
+  UART_LITEX,                   // "litex,liteuart": the LiteX SoC of hw/soc
+};
+
 struct board {
   uint64_t mem_base, mem_size;  // the first /memory node's first range
   uint32_t nharts;              // usable harts (status okay, mmu present), <= BOARD_MAX_HARTS
@@ -24,7 +30,8 @@ struct board {
   uint64_t timebase_hz;         // /cpus timebase-frequency
   bool has_sstc;                // every usable hart's riscv,isa names the Sstc extension
   bool has_n;                   // ... and the N extension (user-level interrupts)
-  struct mmio_dev uart;         // first "ns16550a" node
+  struct mmio_dev uart;         // first "ns16550a" or "litex,liteuart" node
+  enum uart_type uart_type;     // which of the two it is
   struct mmio_dev plic;         // "riscv,plic0" / "sifive,plic-1.0.0"; irq unused
   uint32_t plic_ndev;           // riscv,ndev
   int32_t plic_sctx[BOARD_MAX_HARTS]; // PLIC context of each hart's S-mode external irq, -1 if none

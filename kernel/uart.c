@@ -1,5 +1,8 @@
-// 16550A UART driver (register map from the 16550 data sheet). Base address and
-// interrupt number come from the device tree.
+// The console UART: received bytes go into a ring that console readers wait
+// on; output is synchronous. The register set is the board's (board.uart_type,
+// from the device tree): the 16550A below (register map from the 16550 data
+// sheet), or LiteX's UART (liteuart.c). Base address and interrupt number come
+// from the device tree too.
 #include "uart.h"
 #include "hart.h"
 #include "kco.h"
@@ -24,25 +27,39 @@
 #define RX_RING 256
 
 static volatile uint8_t *regs;
+static const struct uart_regs *hw;
 static struct spinlock rx_lock = SPINLOCK_INIT("uart-rx");
 static uint8_t rx_buf[RX_RING];
 static uint32_t rx_head, rx_tail;       // head: next to read; tail: next to fill
 static uint64_t rx_count, rx_dropped;
 static struct waitq rx_wait;
 
-void uart_putc(int c) {
-  while (!(regs[LSR] & LSR_THR_EMPTY))
+static void ns16550_putc(volatile uint8_t *r, int c) {
+  while (!(r[LSR] & LSR_THR_EMPTY))
     ;
-  regs[THR] = (uint8_t)c;
+  r[THR] = (uint8_t)c;
 }
+
+static void ns16550_init(volatile uint8_t *r) {
+  r[IER] = 0;
+  r[LCR] = LCR_8N1;
+  r[FCR] = FCR_ENABLE_CLEAR;
+  r[IER] = IER_RX;
+}
+
+static int ns16550_getc(volatile uint8_t *r) {
+  return (r[LSR] & LSR_DATA_READY) ? r[RHR] : -1;
+}
+
+static const struct uart_regs ns16550 = { ns16550_init, ns16550_putc, ns16550_getc };
+
+void uart_putc(int c) { hw->putc(regs, c); }
 
 void uart_init(void) {
   regs = (volatile uint8_t *)mmio(board.uart.base);
+  hw = board.uart_type == UART_LITEX ? &liteuart_regs : &ns16550;
   waitq_init(&rx_wait, "console");
-  regs[IER] = 0;
-  regs[LCR] = LCR_8N1;
-  regs[FCR] = FCR_ENABLE_CLEAR;
-  regs[IER] = IER_RX;
+  hw->init(regs);
   plic_enable(board.uart.irq, 0);      // console interrupts go to the boot hart
   console_set_output(uart_putc);
 }
@@ -50,8 +67,8 @@ void uart_init(void) {
 void uart_interrupt(void) {
   int got = 0;
   spin_lock(&rx_lock);
-  while (regs[LSR] & LSR_DATA_READY) {
-    uint8_t c = regs[RHR];
+  for (int got_c; (got_c = hw->getc(regs)) >= 0;) {
+    uint8_t c = (uint8_t)got_c;
     rx_count++;
     if (rx_tail - rx_head < RX_RING)
       rx_buf[rx_tail++ % RX_RING] = c;

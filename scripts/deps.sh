@@ -10,6 +10,10 @@
 #   scripts/deps.sh --deb-src PKG VER  make sure apt can fetch source package
 #                              PKG at version VER (adds a deb-src entry if not;
 #                              hw/qemu/build.sh uses it for QEMU)
+#   scripts/deps.sh --sim VENV what `make sim` needs: Verilator and the libraries
+#                              of LiteX's simulator (Debian), and LiteX with the
+#                              Rocket Verilog (PyPI, pinned) in the virtual
+#                              environment VENV (an ignored build folder)
 set -euo pipefail
 
 SUDO=""
@@ -57,6 +61,32 @@ fetch_lwip() {
   [ -f "$dir/lwip-$ver/src/core/tcp.c" ] || { echo "deps.sh: unexpected lwIP tarball layout" >&2; exit 1; }
 }
 
+# LiteX 2022.12 is the newest LiteX whose Rocket wrapper asks for the file
+# names the newest pythondata-cpu-rocket (0.0.post7146) ships; every other
+# package is the release of that time. hw/soc/README.md says why each is pinned.
+sim_pip=(
+  litex==2022.12 litedram==2022.12 liteeth==2022.12 liteiclink==2022.12 litescope==2022.12
+  migen==0.9.2
+  pythondata-cpu-rocket==0.0.post7146
+  pythondata-software-picolibc==1.7.9.post181
+  pythondata-software-compiler_rt==0.0.post6206
+  pythondata-misc-tapcfg==0.0.post517
+)
+# The ZCU102's pins (make fpga) come from LiteX-Boards, whose only release on
+# PyPI is 2023.12: installed without its dependencies, so that it cannot
+# replace LiteX 2022.12 (hw/soc/zcu102.py bridges the one name that differs).
+sim_pip_nodeps=(litex-boards==2023.12)
+sim_venv() {
+  local venv=$1 want
+  want=$(printf '%s\n' "${sim_pip[@]}" "${sim_pip_nodeps[@]}")
+  [ -f "$venv/.pinned" ] && [ "$(cat "$venv/.pinned")" = "$want" ] && return 0
+  echo "deps.sh: installing LiteX and the Rocket core (PyPI, pinned) into $venv"
+  [ -x "$venv/bin/pip" ] || /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "${sim_pip[@]}"
+  "$venv/bin/pip" install -q --no-deps "${sim_pip_nodeps[@]}"
+  printf '%s\n' "$want" > "$venv/.pinned"
+}
+
 if [ "${1:-}" = "--lwip" ]; then
   fetch_lwip "${2:?usage: deps.sh --lwip DIR}"
   exit 0
@@ -80,6 +110,11 @@ hw_pkgs=(
   verilator                    # hw/: lint and the differential testbench
   yosys                        # hw/: synthesis estimates (make hw-synth)
 )
+sim_pkgs=(
+  verilator zlib1g-dev         # make sim: LiteX's Verilator simulation
+  libevent-dev libjson-c-dev   # ... its simulated peripherals (serial over the terminal)
+  meson ninja-build python3-venv
+)
 extra_pkgs=(
   "${hw_pkgs[@]}"
   python3-matplotlib           # plots of benchmark results
@@ -88,14 +123,17 @@ extra_pkgs=(
 pkgs=("${core_pkgs[@]}")
 [ "${1:-}" = "--all" ] && pkgs+=("${extra_pkgs[@]}")
 [ "${1:-}" = "--hw" ] && pkgs=("${hw_pkgs[@]}")
+[ "${1:-}" = "--sim" ] && pkgs=("${sim_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "deps.sh: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+[ "${1:-}" = "--sim" ] && sim_venv "${2:?usage: deps.sh --sim VENV}"
+exit 0

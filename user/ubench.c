@@ -7,16 +7,23 @@
 
 #define N 2000
 
+// With -c (user=ubench,-c) the loops count clock cycles (rdcycle) instead of
+// instructions: the figure of interest on a real core or its RTL (make sim).
+static int count_cycles;
+
 static inline uint64_t instret(void) {
   uint64_t x;
-  __asm__ volatile("rdinstret %0" : "=r"(x));
+  if (count_cycles)
+    __asm__ volatile("rdcycle %0" : "=r"(x));
+  else
+    __asm__ volatile("rdinstret %0" : "=r"(x));
   return x;
 }
 
 static void report(const char *name, uint64_t total, uint64_t n) {
   uint64_t tenths = (total * 10 + n / 2) / n;
-  printf("BENCH name=%s value=%lu.%lu unit=instructions\n", name, (unsigned long)(tenths / 10),
-         (unsigned long)(tenths % 10));
+  printf("BENCH name=%s value=%lu.%lu unit=%s\n", name, (unsigned long)(tenths / 10),
+         (unsigned long)(tenths % 10), count_cycles ? "cycles" : "instructions");
 }
 
 // ---- a synchronous system call: ecall, dispatch, sret ----
@@ -179,6 +186,7 @@ int main(int argc, char **argv) {
     yielder_process();
     return 0;
   }
+  count_cycles = argc > 1 && strcmp(argv[1], "-c") == 0;
   main_cid = cops_current();
   bench_sync_syscall();
   bench_emulated_csr();

@@ -413,6 +413,7 @@ struct opts {
   bool isa_ext_list;         // hart 0 uses riscv,isa-extensions instead
   bool timebase_on_cpus;     // else on each cpu node (the fallback)
   bool no_memory, no_uart, no_plic, no_cpus_node;
+  bool liteuart;             // the enabled UART is LiteX's, not a 16550
   const char *bootargs;      // NULL: /chosen without bootargs
   bool bootargs_unterminated;
   int32_t sctx[16];          // out: expected S-mode context per usable hart
@@ -547,7 +548,10 @@ static struct blob build_board(struct opts *o) {
     prop_cells(&b, "reg", 2, 0x1000u, 0x100u);
     end(&b);
     node(&b, "serial@20000");
-    prop(&b, "compatible", "vendor,uart\0ns16550", sizeof "vendor,uart\0ns16550");
+    if (o->liteuart)
+      prop_str(&b, "compatible", "litex,liteuart");
+    else
+      prop(&b, "compatible", "vendor,uart\0ns16550", sizeof "vendor,uart\0ns16550");
     prop_cells(&b, "reg", 2, 0x20000u, 0x100u);
     prop_cells(&b, "interrupts", 1, 3u);
     end(&b);
@@ -632,6 +636,7 @@ static void test_handbuilt_board(void) {
   CHECK_EQ(b.uart.base, 0x20000);
   CHECK_EQ(b.uart.size, 0x100);
   CHECK_EQ(b.uart.irq, 3);
+  CHECK_EQ(b.uart_type, UART_NS16550);
   CHECK_EQ(b.plic.base, 0xc000000);
   CHECK_EQ(b.plic.size, 0x400000);
   CHECK_EQ(b.plic.irq, 0);
@@ -704,6 +709,16 @@ static void test_handbuilt_variants(void) {
   CHECK(b.has_sstc);
   CHECK_EQ(b.timebase_hz, 1000000);
   CHECK_EQ(b.plic_sctx[0], o.sctx[0]);
+  free(t.p);
+
+  // LiteX's UART (the hw/soc SoC) is a console too, and told apart.
+  default_opts(&o);
+  o.liteuart = true;
+  t = build_board(&o);
+  PARSE_OK(t.p, &b, err);
+  CHECK_EQ(b.uart.base, 0x20000);
+  CHECK_EQ(b.uart.irq, 3);
+  CHECK_EQ(b.uart_type, UART_LITEX);
   free(t.p);
 
   // Exactly the cap.

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+# The cycle table of docs/results/rtl.md: BENCH lines measured in cycles on
+# the simulated Rocket (make sim ARGS=bench=cycles, and ubench -c typed into
+# its shell) next to the same rows in instructions under QEMU -icount
+# (make bench-micro's log).
+#   rtl-table.py ROCKET_LOG... --qemu build/bench-micro.log
+import argparse
+import re
+
+LINE = re.compile(r"^BENCH name=(\S+) value=([0-9.]+) unit=(\S+)")
+
+
+def read(paths):
+    rows = {}
+    for path in paths:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = LINE.match(line.strip())
+                if m:
+                    rows[m.group(1)] = (float(m.group(2)), m.group(3))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("rocket", nargs="+")
+    ap.add_argument("--qemu", required=True)
+    a = ap.parse_args()
+    rocket, qemu = read(a.rocket), read([a.qemu])
+    print("| benchmark | Rocket (cycles) | QEMU (instructions) | Rocket cycles / QEMU instructions |")
+    print("|---|---|---|---|")
+    for name, (q, unit) in qemu.items():
+        if unit != "instructions":
+            continue
+        r = rocket.get(name)
+        if r is None:
+            print(f"| {name} | not measured | {q:.1f} | |")
+        elif r[1] != "cycles":
+            print(f"| {name} | {r[0]:.1f} {r[1]} (not cycles) | {q:.1f} | |")
+        else:
+            print(f"| {name} | {r[0]:.1f} | {q:.1f} | {r[0] / q:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
