@@ -16,6 +16,7 @@ program exited by itself), 1 otherwise, with the unmet step on stderr.
 """
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -44,8 +45,10 @@ def main(argv):
     out = b""          # everything the program printed
     seen = 0           # how far the expectations have matched
     with open(log_path, "wb") as log:
+        # Its own process group, so that stopping it stops whatever it started
+        # (make qemu runs QEMU as a child).
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, start_new_session=True)
 
         def read_some(deadline):
             nonlocal out
@@ -91,11 +94,11 @@ def main(argv):
             except subprocess.TimeoutExpired:
                 ok, why = False, f"the program did not exit within {timeout:.0f} s"
         if proc.poll() is None:
-            proc.terminate()
+            os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         rest = proc.stdout.read()
         if rest:
