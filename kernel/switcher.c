@@ -113,8 +113,13 @@ static enum run_end run_thread(struct thread *t) {
     // Kernel work of better or equal priority first (cooperative priority, as
     // in COPS; equal: round robin, e.g. the call another process is waiting on).
     // The switcher may resume on another hart, whose satp is someone else's:
-    // load p's page table again before going back to user mode.
+    // load p's page table again before going back to user mode. And it must
+    // not leave p's table behind on this hart: if it resumes elsewhere and p
+    // ends there, p's tables are freed while this hart would still walk them
+    // (seen as an instruction page fault in kernel text, about one make test
+    // in fifteen).
     if (exec_best_prio(&kexec) <= my_prio) {
+      uvm_activate(0);
       kco_yield();
       uvm_activate(p->pagetable);
     }
