@@ -93,6 +93,9 @@ deps:
 # the kernel: build it without frame pointers (5 instructions per call). Its
 # functions leave s0 alone, so backtraces pass through them to their callers.
 $(BUILD)/vdso/executor.c.o: KCFLAGS += -fomit-frame-pointer
+# Spinlocks likewise (taken a few dozen times per system call that waits); a
+# misuse report is a cold call whose frame shows the lock function's address.
+$(BUILD)/kernel/spinlock.c.o: KCFLAGS += -fomit-frame-pointer
 
 $(BUILD)/%.c.o: %.c | deps
 	@mkdir -p $(dir $@)

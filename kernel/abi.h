@@ -145,14 +145,21 @@ struct completion_ring {
 // of its executor page (NPRIO when idle); with the executor's ready bitmap it
 // tells the kernel how urgent the process's work is. Both are untrusted.
 #define EXEC_PAGE_RUNNING_PRIO 4088
-// The vvar page (USER_VVAR, read-only): rebuilt by the kernel at every tick and
-// kernel entry. global_bitmap has bit p set if some runnable process has work of
-// priority p; kernel_bitmap is the kernel executor's ready bitmap.
+// The kernel stores here the priority it ranks the process at (the one counted
+// in the vvar page's nproc_at), VVAR_NPRIO when it ranks it nowhere (no thread
+// runnable), so the runtime can tell its own bit in global_bitmap from others'.
+#define EXEC_PAGE_PUBLISHED_PRIO 4084
+// The vvar page (USER_VVAR, read-only), kept current by the kernel at every
+// kernel entry and thread state change. global_bitmap has bit p set if some
+// process with a runnable thread has work of priority p, and nproc_at[p] says
+// how many; kernel_bitmap is the kernel executor's ready bitmap.
+#define VVAR_NPRIO 8
 #ifndef __ASSEMBLER__
 struct vvar {
   volatile unsigned long global_bitmap;
   volatile unsigned long kernel_bitmap;
   volatile unsigned long updates;
+  volatile unsigned int nproc_at[VVAR_NPRIO];
 };
 #endif
 

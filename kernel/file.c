@@ -17,7 +17,6 @@ struct pipe {
   struct waitq can_read, can_write;
 };
 
-static struct spinlock ftable_lock = SPINLOCK_INIT("files");
 static struct file *file_new(enum file_type type, struct pipe *pi) {
   struct file *f = kmalloc(sizeof *f);
   if (!f)
@@ -39,16 +38,12 @@ struct file *file_socket(struct socket *s) {
 struct file *file_console(void) { return file_new(F_CONSOLE, 0); }
 
 struct file *file_dup(struct file *f) {
-  spin_lock(&ftable_lock);
-  f->ref++;
-  spin_unlock(&ftable_lock);
+  __atomic_fetch_add(&f->ref, 1, __ATOMIC_RELAXED);
   return f;
 }
 
 void file_close(struct file *f) {
-  spin_lock(&ftable_lock);
-  int last = --f->ref == 0;
-  spin_unlock(&ftable_lock);
+  int last = __atomic_sub_fetch(&f->ref, 1, __ATOMIC_ACQ_REL) == 0;
   if (!last)
     return;
   if (f->sock)
@@ -219,6 +214,14 @@ static long console_read(pte_t *pt, uint64_t uva, long n, int may_block, volatil
     tmp[m++] = (char)c;
   }
   return copyout(pt, uva, tmp, (size_t)m) < 0 ? -EFAULT : m;
+}
+
+struct waitq *file_waitq(struct file *f, int is_write) {
+  if (f->type == F_PIPE_READ && !is_write)
+    return &f->pipe->can_read;
+  if (f->type == F_PIPE_WRITE && is_write)
+    return &f->pipe->can_write;
+  return 0;
 }
 
 long file_read(struct file *f, pte_t *pt, uint64_t uva, long n, int may_block, volatile int *killed) {

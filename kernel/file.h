@@ -17,7 +17,7 @@ struct socket;
 
 struct file {
   enum file_type type;
-  int ref;                      // guarded by the file table lock
+  int ref;                      // references (descriptors, calls in progress); atomic
   struct pipe *pipe;
   struct socket *sock;          // F_SOCKET (net/socket.h): its transfers go through kernel/sys_net.c
 };
@@ -26,6 +26,9 @@ struct file *file_console(void);              // a new reference to the console
 struct file *file_dup(struct file *f);
 void file_close(struct file *f);
 int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
+// The queue a transfer that returned -EAGAIN waits on (its event: data or
+// space in a pipe), or 0 if the file cannot name one (the console).
+struct waitq *file_waitq(struct file *f, int is_write);
 struct file *file_socket(struct socket *s);           // takes over the caller's socket reference; NULL: no memory
 // Transfer between the file and user memory at uva in pagetable pt.
 // killed (may be NULL) is polled while blocked: a kill ends the wait with -EINTR.

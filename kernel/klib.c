@@ -4,6 +4,13 @@
 
 void *memset(void *dst, int c, size_t n) {
   unsigned char *d = dst;
+  // Bytes up to an 8-byte boundary, then 8 bytes per store (kzalloc of a
+  // system call's worker clears ~200 bytes on every call that waits).
+  for (; n && ((uintptr_t)d & 7); n--)
+    *d++ = (unsigned char)c;
+  uint64_t w = 0x0101010101010101ULL * (unsigned char)c;
+  for (; n >= 8; n -= 8, d += 8)
+    *(uint64_t *)(void *)d = w;
   while (n--)
     *d++ = (unsigned char)c;
   return dst;

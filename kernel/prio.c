@@ -8,6 +8,7 @@
 #include "proc.h"
 
 static struct vvar *vvar;
+_Static_assert(NPRIO_DEFAULT == VVAR_NPRIO, "the vvar page counts every priority");
 
 int prio_init(void) {
   vvar = palloc_zero(1);
@@ -17,9 +18,8 @@ int prio_init(void) {
 uint64_t prio_vvar_page(void) { return (uint64_t)vvar; }
 
 uint32_t prio_of(struct proc *p) {
-  // Read exec_page once: proc_runnable_bitmap calls this without the process
-  // table lock, and an exiting process's slot is cleared (exec_page = 0) on
-  // another hart meanwhile. A page already freed only yields a stale priority.
+  // Read exec_page once: prio_publish may run for p on one hart while p's
+  // slot is cleared (exec_page = 0) on another. A page already freed only yields a stale priority.
   const struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
   if (!ex)
     return NPRIO_DEFAULT - 1;
@@ -35,10 +35,38 @@ uint32_t prio_of(struct proc *p) {
   return best;
 }
 
-void prio_update_global(void) {
-  if (!vvar)
+static uint32_t deserved(struct proc *p) {
+  return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? prio_of(p) : PRIO_UNRANKED;
+}
+
+void prio_publish_kernel(void) {
+  if (vvar)
+    vvar->kernel_bitmap = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
+}
+
+void prio_publish(struct proc *p) {
+  prio_publish_kernel();
+  uint32_t old = __atomic_load_n(&p->pub_prio, __ATOMIC_RELAXED), now = deserved(p);
+  if (!vvar || now == old)
+    return;                       // the common case: no change
+  // Two harts may publish p at once (two of its threads): only the one that
+  // moves pub_prio moves the counts, so each process is counted once.
+  if (!__atomic_compare_exchange_n(&p->pub_prio, &old, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     return;
-  vvar->global_bitmap = proc_runnable_bitmap();
-  vvar->kernel_bitmap = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
+  if (old != PRIO_UNRANKED)
+    __atomic_fetch_sub(&vvar->nproc_at[old], 1, __ATOMIC_RELAXED);
+  if (now != PRIO_UNRANKED)
+    __atomic_fetch_add(&vvar->nproc_at[now], 1, __ATOMIC_RELAXED);
+  // The bitmap is read from the counts after the change; a publish racing on
+  // another hart may store a snapshot a moment older. The bitmap is advice (a
+  // process steps aside when it shows better work), and the next kernel entry
+  // anywhere stores it again.
+  uint64_t bm = 0;
+  for (uint32_t i = 0; i < VVAR_NPRIO; i++)
+    bm |= (uint64_t)(__atomic_load_n(&vvar->nproc_at[i], __ATOMIC_RELAXED) != 0) << i;
+  vvar->global_bitmap = bm;
   vvar->updates++;
+  struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
+  if (ex)                         // tell the runtime which bit is its own
+    *(volatile uint32_t *)((char *)ex + EXEC_PAGE_PUBLISHED_PRIO) = now;
 }

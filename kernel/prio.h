@@ -7,12 +7,19 @@
 
 struct proc;
 
+#define PRIO_UNRANKED 8                   // p->pub_prio of a process with no runnable thread (VVAR_NPRIO)
+
 int prio_init(void);                      // boot: allocate the vvar page
 uint64_t prio_vvar_page(void);            // its physical address, to map into processes
 // The priority a process's work deserves now: the best of its ready bitmap and
 // the coroutine it is running, clamped to [USER_PRIO_CEILING, NPRIO-1].
 uint32_t prio_of(struct proc *p);
-// Rebuild the global bitmap from every runnable process and publish it with the
-// kernel executor's bitmap in the vvar page.
-void prio_update_global(void);
+// Rank p again (COPS: at every kernel entry): if the priority its work deserves
+// now, or whether it has a runnable thread at all (p->nactive), changed since
+// it was last published, move it in the global bitmap. O(1) and lock-free: the
+// vvar page keeps a count of processes per priority; the table is never scanned. Also
+// copies the kernel executor's bitmap to the vvar page.
+void prio_publish(struct proc *p);
+// The kernel executor's bitmap only (a tick with no process trap).
+void prio_publish_kernel(void);
 #endif

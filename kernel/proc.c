@@ -81,32 +81,21 @@ int proc_zombie_children(struct proc *p) {
   return n;
 }
 
-// Slots [0, slots_used) have ever held a process. Processes take the lowest free
-// slot, so this stays small, and the per-entry scan below is short.
-static int slots_used;
+static int active(enum thread_state s) { return s == T_RUNNABLE || s == T_RUNNING; }
 
-uint64_t proc_runnable_bitmap(void) {
-  uint64_t bm = 0;
-  int n = __atomic_load_n(&slots_used, __ATOMIC_RELAXED);
-  for (int i = 0; i < n; i++) {
-    struct proc *p = &procs[i];
-    if (__atomic_load_n(&p->state, __ATOMIC_RELAXED) != P_RUNNING)
-      continue;
-    int nt = __atomic_load_n(&p->nthreads, __ATOMIC_RELAXED);
-    for (int t = 0; t < nt; t++) {
-      enum thread_state st = __atomic_load_n(&p->threads[t].state, __ATOMIC_RELAXED);
-      if (st == T_RUNNABLE || st == T_RUNNING) {
-        bm |= 1ULL << prio_of(p);
-        break;
-      }
-    }
+void thread_set_state(struct thread *t, enum thread_state s) {
+  int change = active(s) - active(t->state);
+  t->state = s;
+  if (change) {
+    __atomic_fetch_add(&t->proc->nactive, change, __ATOMIC_RELAXED);
+    prio_publish(t->proc);
   }
-  return bm;
 }
 
 // ---- run queue ----
 void thread_make_runnable(struct thread *t) {
   uint32_t prio = prio_of(t->proc);
+  int was_active = active(t->state);
   spin_lock(&runq_lock);
   t->state = T_RUNNABLE;
   t->rq_next = 0;
@@ -117,6 +106,10 @@ void thread_make_runnable(struct thread *t) {
   rq_tail[prio] = t;
   rq_bitmap |= 1ULL << prio;
   spin_unlock(&runq_lock);
+  if (!was_active) {             // (outside runq_lock: publish takes its own)
+    __atomic_fetch_add(&t->proc->nactive, 1, __ATOMIC_RELAXED);
+    prio_publish(t->proc);
+  }
   waitq_wake_one(&runq_wait);
 }
 
@@ -156,8 +149,8 @@ static struct proc *alloc_slot(void) {
     if (p->state == P_FREE) {
       p->state = P_EMBRYO;
       p->pid = next_pid++;
-      if (i >= slots_used)
-        __atomic_store_n(&slots_used, i + 1, __ATOMIC_RELAXED);
+      p->nactive = 0;
+      p->pub_prio = PRIO_UNRANKED;
       spin_unlock(&ptable_lock);
       return p;
     }
@@ -181,8 +174,10 @@ static void release_resources(struct proc *p) {
 }
 
 static void free_slot(struct proc *p) {   // ptable_lock held
+  p->exec_page = 0;              // (its pages are freed: publish must not write there)
+  p->nactive = 0;                // every thread has stopped: unrank it
+  prio_publish(p);
   p->state = P_FREE;
-  p->exec_page = 0;
   p->async_workers = 0;
   p->parent = 0;
   p->killed = 0;
@@ -392,7 +387,7 @@ static void proc_exit(struct proc *p, int status);
 void thread_stop(struct thread *t, int status) {
   struct proc *p = t->proc;
   spin_lock(&p->lock);
-  t->state = T_DONE;
+  thread_set_state(t, T_DONE);
   t->exit_status = status;
   int last = --p->live_threads == 0;
   spin_unlock(&p->lock);

@@ -65,6 +65,8 @@ struct async_worker {
 struct proc {
   struct thread threads[MAXTHREADS];
   int live_threads;               // not T_FREE or T_DONE; guarded by lock
+  int nactive;                    // T_RUNNABLE or T_RUNNING (atomic; thread_set_state)
+  uint32_t pub_prio;              // the priority prio_publish ranks it at, or PRIO_UNRANKED
   int nthreads;                   // threads[0, nthreads) have been used: loops stop there
   int exit_code;                  // status the process ends with once all threads stop
   struct waitq thread_done;       // thread_join and exit wait here
@@ -105,7 +107,9 @@ void thread_make_runnable(struct thread *t);
 struct thread *runq_pop_wait(void);        // block the calling stackful coroutine until one is runnable
 
 uint32_t proc_runq_best(void);              // best priority waiting for a switcher, NPRIO if none
-uint64_t proc_runnable_bitmap(void);        // bit p: a runnable or running process has work of priority p
+// Every change of a thread's state goes through here: it keeps p->nactive
+// and so the process's place in the global bitmap (prio_publish) right.
+void thread_set_state(struct thread *t, enum thread_state s);
 // The calling switcher's thread t stops for good (status for thread_join). The
 // last thread of a process to stop ends the process with p->exit_code.
 void thread_stop(struct thread *t, int status);

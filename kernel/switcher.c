@@ -73,7 +73,7 @@ static enum run_end run_thread(struct thread *t) {
     __atomic_store_n(&t->on_hart, -1, __ATOMIC_SEQ_CST);
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
     p->traps++;
-    prio_update_global();       // on every kernel entry, as COPS specifies
+    prio_publish(p);            // on every kernel entry, as COPS specifies
     if (cause & SCAUSE_INTERRUPT) {
       trap_interrupt(cause);
       intr_on();

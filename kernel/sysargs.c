@@ -43,4 +43,7 @@ void sysargs_release(struct sysargs *sa) {
   if (sa->sock)
     sock_put(sa->sock);
   sa->sock = 0;
+  if (sa->file)
+    file_close(sa->file);
+  sa->file = 0;
 }

@@ -37,6 +37,7 @@ struct sysargs {
   uint64_t deadline;               // or the rdtime value it waits for (0: none)
   // Held for the whole call, across attempts: released by sysargs_release.
   struct socket *sock;             // the socket it works on (a reference)
+  struct file *file;               // or the file (a reference), once a pipe transfer waits
 };
 
 // Drop the references sa holds (kernel/sysargs.c).

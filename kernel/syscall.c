@@ -41,7 +41,9 @@ static long sys_getpid(struct thread *t, struct sysargs *sa, int may_block) {
 
 static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_write) {
   struct proc *p = t->proc;
-  struct file *f = fd_file(p, sa->a[0]);
+  // A transfer that waited holds its file (sa->file): the queue it waits on
+  // must outlive the wait even if the descriptor is closed meanwhile.
+  struct file *f = sa->file ? sa->file : fd_file(p, sa->a[0]);
   long n = (long)sa->a[2];
   if (!f)
     return -EBADF;
@@ -55,7 +57,13 @@ static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_w
     return -EFAULT;
   long r = is_write ? file_write(f, p->pagetable, sa->a[1], n, may_block, &p->killed)
                     : file_read(f, p->pagetable, sa->a[1], n, may_block, &p->killed);
-  return r == -EAGAIN && !may_block ? WOULD_BLOCK : r;
+  if (r != -EAGAIN || may_block)
+    return r;
+  // Name the event, so a stackless kernel coroutine can wait for it (syswork.c).
+  sa->wq = file_waitq(f, is_write);
+  if (sa->wq && !sa->file)
+    sa->file = file_dup(f);
+  return WOULD_BLOCK;
 }
 
 static long sys_read(struct thread *t, struct sysargs *sa, int may_block) {
@@ -378,14 +386,14 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     // From the moment the worker exists, p may run (and even exit and free its
     // page table) on another hart: stop using its address space here first.
     uvm_activate(0);
-    t->state = T_BLOCKED;
+    thread_set_state(t, T_BLOCKED);
     // The kernel coroutine serves the process, so it runs at the process's
     // priority: a worse fixed priority would let a busy equal or better
     // process starve it.
     r = syswork_start(t, &sa, CID_NONE, prio_of(p));
     if (r == 0)
       return SC_BLOCKED;
-    t->state = T_RUNNING;
+    thread_set_state(t, T_RUNNING);
     uvm_activate(p->pagetable);
   }
   sysargs_release(&sa);          // the call is over (a worker took sa otherwise)

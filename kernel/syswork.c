@@ -15,8 +15,9 @@
 //                    polls every one; synchronous calls are served as in
 //                    KMODE_THREAD.
 //
-// A call that cannot say what it waits for (pipes, the console, wait, uwait,
-// thread_join) always gets a stackful coroutine. Completion is the same in all
+// A call that cannot say what it waits for (the console, wait, uwait,
+// thread_join) always gets a stackful coroutine; pipes and sockets name their
+// queue (and hold their file or socket while they wait). Completion is the same in all
 // modes: an async call's result goes to the completion ring with a user
 // interrupt (kernel/ring.c); a synchronous call's result goes to the blocked
 // thread's a0 and the thread becomes runnable again.
@@ -247,5 +248,6 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   if (!cid && kcid > 0)
     t->worker = (cid_t)kcid;
   sa->sock = 0;                  // w holds the call's references now
+  sa->file = 0;
   return 0;
 }

@@ -89,8 +89,8 @@ void trap_report(const struct trapframe *tf) {
 int trap_interrupt(uint64_t cause) {
   switch (cause & ~SCAUSE_INTERRUPT) {
   case IRQ_S_TIMER:
-    if (timer_interrupt() && this_hart()->index == 0)
-      prio_update_global();     // COPS: the global bitmap is rebuilt at each tick
+    if (timer_interrupt())
+      prio_publish_kernel();    // (processes are ranked at their own kernel entries)
     return 1;
   case IRQ_S_SOFT:               // an IPI from sched_kick: the loop will rescan
     this_hart()->irq_soft++;

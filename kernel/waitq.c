@@ -9,7 +9,19 @@ void waitq_init(struct waitq *q, const char *name) {
   q->head = q->tail = 0;
 }
 
+// Wakers look at the queue without its lock when it is empty (the common case:
+// a pipe or socket that nobody waits on), so both sides order their write
+// before their read with a full fence: a waiter links itself, then tests its
+// condition; a waker changes the condition, then looks for waiters. Either the
+// waiter sees the change or the waker sees the waiter (the two stores cannot
+// both be missed).
 void waitq_add(struct waitq *q, struct waiter *w, cid_t cid) {
+  if (__atomic_load_n(&w->linked, __ATOMIC_ACQUIRE)) {
+    // Still linked from the last wait (syswork's attempt re-registers each
+    // time): nothing to do. If a waker unlinks it right now, it wakes us too.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return;
+  }
   spin_lock(&q->lock);
   if (!w->linked) {
     w->cid = cid;
@@ -23,6 +35,7 @@ void waitq_add(struct waitq *q, struct waiter *w, cid_t cid) {
     w->linked = 1;
   }
   spin_unlock(&q->lock);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   // the link before the caller's test
 }
 
 static void unlink(struct waitq *q, struct waiter *w) {
@@ -46,6 +59,9 @@ void waitq_remove(struct waitq *q, struct waiter *w) {
 }
 
 int waitq_wake_one(struct waitq *q) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   // the caller's change before this look
+  if (!__atomic_load_n(&q->head, __ATOMIC_RELAXED))
+    return 0;                    // nobody waits: no lock
   spin_lock(&q->lock);
   struct waiter *w = q->head;
   if (w) {

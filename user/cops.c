@@ -63,6 +63,7 @@ static uint64_t uintr_entries;
 #define RING ((struct completion_ring *)USER_RING)
 #define VVAR ((const struct vvar *)USER_VVAR)
 #define RUNNING_PRIO ((volatile uint32_t *)(USER_EXEC_PAGE + EXEC_PAGE_RUNNING_PRIO))
+#define PUBLISHED_PRIO ((volatile const uint32_t *)(USER_EXEC_PAGE + EXEC_PAGE_PUBLISHED_PRIO))
 #define CSR_UIE_NUM "0x004"
 #define CSR_UTVEC_NUM "0x005"
 #define CSR_USTATUS_NUM "0x000"
@@ -295,6 +296,21 @@ static void main_body(void *arg) {
   main_done = 1;
 }
 
+// Has the kernel, or another process, work better than priority prio? (COPS:
+// cooperation through the global bitmap in the read-only vvar page.) Our own
+// process is in the bitmap too, at the priority the kernel last ranked it
+// (PUBLISHED_PRIO); a bit that is only ours is no reason to step aside.
+static int others_better(uint32_t prio) {
+  uint64_t mask = (1ULL << prio) - 1;
+  if (VVAR->kernel_bitmap & mask)
+    return 1;
+  uint64_t g = VVAR->global_bitmap & mask;
+  if (!g)
+    return 0;
+  uint32_t own = *PUBLISHED_PRIO;
+  return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
+}
+
 // The executor loop, run by the main thread and by every thread alloc_cpu adds.
 static int run_loop(void) {
   struct cops_thread *self = me();
@@ -325,10 +341,9 @@ static int run_loop(void) {
       return -1;
     }
     // Tell the kernel what we run (it ranks processes by it), and step aside if
-    // the kernel or another process has better work than this coroutine (COPS:
-    // cooperation through the global bitmap in the read-only vvar page).
+    // the kernel or another process has better work than this coroutine.
     *RUNNING_PRIO = c->prio;
-    if ((VVAR->global_bitmap | VVAR->kernel_bitmap) & ((1ULL << c->prio) - 1))
+    if (others_better(c->prio))
       yield();
     __atomic_fetch_add(&running_threads, 1, __ATOMIC_SEQ_CST);
     self->cur = c;

@@ -5,7 +5,9 @@
 #include "cops.h"
 #include "ulib.h"
 
-#define N 2000
+// Rounds per benchmark; `ubench --only NAME ROUNDS` runs one benchmark with
+// its own count (scripts/profile.sh runs it twice and subtracts).
+static int N = 2000;
 
 // With -c (user=ubench,-c) the loops count clock cycles (rdcycle) instead of
 // instructions: the figure of interest on a real core or its RTL (make sim).
@@ -133,7 +135,9 @@ static void bench_async_roundtrip(void) {
 
 // ---- a process switch: two processes yield() to each other ----
 static void bench_process_switch(void) {
-  char *argv[] = { "ubench", "--yielder", 0 };
+  char rounds_arg[16];
+  snprintf(rounds_arg, sizeof rounds_arg, "%d", N);
+  char *argv[] = { "ubench", "--yielder", rounds_arg, 0 };
   int a = spawn("ubench", (const char *const *)argv);
   int b = spawn("ubench", (const char *const *)argv);
   int st;
@@ -181,20 +185,42 @@ static void bench_thread_switch(void) {
   report("thread_switch_yield", thread_t1 - thread_t0, 2 * N);
 }
 
+static const struct { const char *name; void (*run)(void); } benches[] = {
+  { "sync_syscall", bench_sync_syscall },
+  { "emulated_csr", bench_emulated_csr },
+  { "stackless_switch", bench_stackless_switch },
+  { "stackful_switch", bench_stackful_switch },
+  { "async_roundtrip", bench_async_roundtrip },
+  { "process_switch", bench_process_switch },
+  { "thread_switch", bench_thread_switch },
+};
+#define NBENCH (sizeof benches / sizeof benches[0])
+
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "--yielder") == 0) {
+  if (argc > 2 && strcmp(argv[1], "--yielder") == 0) {
+    N = atoi(argv[2]);
     yielder_process();
     return 0;
   }
   count_cycles = argc > 1 && strcmp(argv[1], "-c") == 0;
   main_cid = cops_current();
-  bench_sync_syscall();
-  bench_emulated_csr();
-  bench_stackless_switch();
-  bench_stackful_switch();
-  bench_async_roundtrip();
-  bench_process_switch();
-  bench_thread_switch();
+  if (argc > 1 && strcmp(argv[1], "--only") == 0) {
+    if (argc > 3)
+      N = atoi(argv[3]);
+    for (unsigned i = 0; argc > 2 && N > 0 && i < NBENCH; i++)
+      if (strcmp(argv[2], benches[i].name) == 0) {
+        benches[i].run();
+        printf("BENCH USER DONE\n");
+        return 0;
+      }
+    fprintf(STDERR, "usage: ubench [-c] | ubench --only NAME [ROUNDS]; NAME is one of");
+    for (unsigned i = 0; i < NBENCH; i++)
+      fprintf(STDERR, " %s", benches[i].name);
+    fprintf(STDERR, "\n");
+    return 1;
+  }
+  for (unsigned i = 0; i < NBENCH; i++)
+    benches[i].run();
   printf("BENCH USER DONE\n");
   return 0;
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Where do a benchmark's instructions go? Runs one ubench benchmark twice under
+# QEMU -icount shift=0 with the insnprof plugin (scripts/host/insnprof.c), with
+# ROUNDS and 2*ROUNDS repetitions, subtracts the two address profiles (boot and
+# set-up cancel), and prints instructions per repetition by function, split
+# into OpenSBI (M-mode), kernel, vDSO and the user program.
+#
+#   scripts/profile.sh BENCH [ROUNDS]     e.g. scripts/profile.sh async_roundtrip 400
+#   NATIVE=1 scripts/profile.sh ...       on our QEMU with the N extension (make qemu-n)
+#
+# BENCH is a name `ubench --only` knows (it lists them); what one repetition is
+# depends on the benchmark (async_roundtrip: ROUNDS/4 round trips; the switch
+# benchmarks: 2*ROUNDS switches), and the report divides by that count.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/qemu-lib.sh
+BUILD=${BUILD:-build}
+bench=${1:?usage: scripts/profile.sh BENCH [ROUNDS]}
+rounds=${2:-400}
+case $bench in
+  async_roundtrip) per=$((rounds / 4)) ;;
+  stackless_switch|stackful_switch|process_switch|thread_switch) per=$((2 * rounds)) ;;
+  *) per=$rounds ;;
+esac
+plugin=$BUILD/host/insnprof.so
+header=$BUILD/qemu-n/src/include/qemu/qemu-plugin.h
+if [ ! -f "$header" ]; then
+  echo "profile: no $header: run 'make qemu-n' first (it fetches the QEMU source)" >&2
+  exit 1
+fi
+if [ ! -f "$plugin" ] || [ scripts/host/insnprof.c -nt "$plugin" ]; then
+  mkdir -p "$BUILD/host"
+  gcc -shared -fPIC -O2 -Wall -Wextra -Werror $(pkg-config --cflags glib-2.0) \
+    -I"$(dirname "$header")" scripts/host/insnprof.c -o "$plugin" $(pkg-config --libs glib-2.0)
+fi
+qemu=qemu-system-riscv64
+cpu=()
+if [ "${NATIVE:-0}" = 1 ]; then
+  qemu=$BUILD/qemu-n/qemu-system-riscv64
+  cpu=(-cpu rv64,n=on)
+fi
+out=$BUILD/profile
+mkdir -p "$out"
+for k in 1 2; do
+  n=$((k * rounds))
+  echo "profile: $bench x $n ..." >&2
+  timeout 900 "$qemu" -machine virt "${cpu[@]}" -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
+    -nographic -smp 1 -m 256M -icount shift=0 -plugin "$plugin,out=$out/prof$k.txt" \
+    -append "user=ubench,--only,$bench,$n" < /dev/null > "$out/run$k.log" 2>&1 || true
+  grep -q '^BENCH USER DONE' "$out/run$k.log" ||
+    { echo "profile: run $k did not finish; see $out/run$k.log" >&2; exit 1; }
+done
+python3 scripts/profile-report.py "$out/prof1.txt" "$out/prof2.txt" "$per" \
+  "$BUILD/kernel.elf" "$BUILD/vdso.elf" "$BUILD/user/bin/ubench"
