@@ -37,7 +37,9 @@
 #define SYS_shutdown 25   // shutdown(int fd, int how)             -> 0; how: SHUT_RD/WR/RDWR
 #define SYS_setkmode 26   // setkmode(int mode)                    -> previous mode (KMODE_*)
 #define SYS_uintr_recv 27 // uintr_recv()                          -> user address of this thread's receive page, or 0
-#define NSYSCALL 28
+#define SYS_uintr_ret 28  // (user-interrupt entry only) acknowledge + uret in one trap; see below
+#define SYS_dup 29        // dup(int fd)                           -> the lowest free descriptor, for the same file
+#define NSYSCALL 30
 
 // shutdown() directions
 #define SHUT_RD 0
@@ -57,6 +59,15 @@
 // fast path), else -EINPROGRESS; the result then arrives as {cid, result} in the
 // completion ring, announced by a user software interrupt.
 #define SYS_ASYNC 0x10000
+
+// SYS_uintr_ret: how a user-interrupt handler ends on the emulated backend,
+// where `csrc uip` and `uret` would each cost an illegal-instruction trap
+// through M-mode. One ecall does both: clear USIP (as a `csrc uip` at the
+// handler's entry would have: kept if a post came after the entry), then uret. The handler's code has already
+// restored every register except a0 and a7, which it leaves at sp - 64 and
+// sp - 8 (its frame, just popped): the kernel restores them from there.
+#define UINTR_RET_A0_OFF 64
+#define UINTR_RET_A7_OFF 8
 #define MAXTHREADS_ABI 512    // threads per process, the main one included
 
 // kstat() selectors: counters that user tests compare before and after.
@@ -73,7 +84,9 @@
 #define KSTAT_CACHE_OBJECTS 11   // of KSTAT_KMALLOC_OBJECTS: the same caches
 #define KSTAT_ZOMBIES 12         // the caller's children that have exited and wait to be reaped
 #define KSTAT_UINTR_POST_INSTRET 13  // the posting hart's instret at the caller's last user interrupt post (benchmarks)
-#define KSTAT_COUNT 14           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_UINTR_NATIVE 14    // 1 if user interrupts are native (the N extension), 0 if emulated
+#define KSTAT_UINTR_POST_COST 15 // instructions the last post to the calling thread took on the posting hart (benchmarks)
+#define KSTAT_COUNT 16           // selectors are 1 .. KSTAT_COUNT - 1
 
 // ---- errors (returned negated) ----
 #define EPERM 1

@@ -89,7 +89,7 @@ int pipe_create(struct file **rd, struct file **wr) {
 // One attempt: move what can be moved now. Returns bytes moved, 0 if it must
 // wait, or an error. Copies go through a small kernel bounce buffer so that no
 // spinlock is held while touching user memory.
-#define CHUNK 256
+#define CHUNK FILE_CHUNK
 
 static long pipe_read_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   char tmp[CHUNK];

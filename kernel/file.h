@@ -15,6 +15,12 @@ enum file_type { F_CONSOLE = 1, F_PIPE_READ, F_PIPE_WRITE, F_SOCKET };
 struct pipe;
 struct socket;
 
+// Transfers move at most this many bytes per copy (a kernel bounce buffer); a
+// transfer no longer than this, within one page, is one copy, checked before
+// anything is committed (kernel/syscall.c relies on it for pipes; the console
+// takes its input before it copies it out).
+#define FILE_CHUNK 256
+
 struct file {
   enum file_type type;
   int ref;                      // references (descriptors, calls in progress); atomic

@@ -30,6 +30,9 @@ int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int fla
 cid_t kco_current(void);
 int kco_wake(cid_t cid);                     // also safe from interrupt handlers
 int kco_reprio(cid_t cid, uint32_t prio);
+// Change the running coroutine's own priority: it is running, not queued, so
+// this is one store (no executor lock); it takes effect when it is next queued.
+void kco_reprio_self(uint32_t prio);
 
 // Stackful coroutines only.
 void kco_yield(void);

@@ -100,11 +100,13 @@ static void start_secondaries(void) {
   // 10 s: a safety net, far beyond what a hart needs even on a loaded host.
   // Meanwhile a hart that parked at _entry (it may arrive late) is let in.
   uint64_t deadline = rdtime() + 10 * board.timebase_hz;
-  while (__atomic_load_n(&nharts_online, __ATOMIC_SEQ_CST) < board.nharts && rdtime() < deadline)
+  while (__atomic_load_n(&nharts_online, __ATOMIC_SEQ_CST) < board.nharts && rdtime() < deadline) {
     for (uint32_t i = 1; i < board.nharts; i++)
       if (!__atomic_load_n(&harts[i].online, __ATOMIC_SEQ_CST) &&
           __atomic_load_n(&entry_go, __ATOMIC_SEQ_CST) == 0)
         release_parked(i);
+    timer_nap(board.timebase_hz / 10000);   // 0.1 ms: let the others run (timer.h)
+  }
 }
 
 void kmain(uint64_t hartid, uint64_t dtb) {

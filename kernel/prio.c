@@ -17,7 +17,8 @@ int prio_init(void) {
 
 uint64_t prio_vvar_page(void) { return (uint64_t)vvar; }
 
-uint32_t prio_of(struct proc *p) {
+// (static inline: prio_publish, on every kernel entry, uses it without a call)
+static inline uint32_t rank(struct proc *p) {
   // Read exec_page once: prio_publish may run for p on one hart while p's
   // slot is cleared (exec_page = 0) on another. A page already freed only yields a stale priority.
   const struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
@@ -35,8 +36,10 @@ uint32_t prio_of(struct proc *p) {
   return best;
 }
 
-static uint32_t deserved(struct proc *p) {
-  return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? prio_of(p) : PRIO_UNRANKED;
+uint32_t prio_of(struct proc *p) { return rank(p); }
+
+static inline uint32_t deserved(struct proc *p) {
+  return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? rank(p) : PRIO_UNRANKED;
 }
 
 void prio_publish_kernel(void) {
@@ -53,19 +56,20 @@ void prio_publish(struct proc *p) {
   // moves pub_prio moves the counts, so each process is counted once.
   if (!__atomic_compare_exchange_n(&p->pub_prio, &old, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     return;
-  if (old != PRIO_UNRANKED)
-    __atomic_fetch_sub(&vvar->nproc_at[old], 1, __ATOMIC_RELAXED);
-  if (now != PRIO_UNRANKED)
-    __atomic_fetch_add(&vvar->nproc_at[now], 1, __ATOMIC_RELAXED);
-  // The bitmap is read from the counts after the change; a publish racing on
-  // another hart may store a snapshot a moment older. The bitmap is advice (a
-  // process steps aside when it shows better work), and the next kernel entry
-  // anywhere stores it again.
-  uint64_t bm = 0;
-  for (uint32_t i = 0; i < VVAR_NPRIO; i++)
-    bm |= (uint64_t)(__atomic_load_n(&vvar->nproc_at[i], __ATOMIC_RELAXED) != 0) << i;
-  vvar->global_bitmap = bm;
-  vvar->updates++;
+  // A count that leaves or reaches zero flips its bit. Two harts may race on
+  // one priority (one count goes 1 -> 0 while the other's goes 0 -> 1): each
+  // looks at the count again after flipping, and flips back if it no longer
+  // agrees, so the bit ends up matching the count.
+  if (old != PRIO_UNRANKED && __atomic_sub_fetch(&vvar->nproc_at[old], 1, __ATOMIC_SEQ_CST) == 0) {
+    __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << old), __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&vvar->nproc_at[old], __ATOMIC_SEQ_CST))
+      __atomic_fetch_or(&vvar->global_bitmap, 1UL << old, __ATOMIC_SEQ_CST);
+  }
+  if (now != PRIO_UNRANKED && __atomic_fetch_add(&vvar->nproc_at[now], 1, __ATOMIC_SEQ_CST) == 0) {
+    __atomic_fetch_or(&vvar->global_bitmap, 1UL << now, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&vvar->nproc_at[now], __ATOMIC_SEQ_CST))
+      __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << now), __ATOMIC_SEQ_CST);
+  }
   struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
   if (ex)                         // tell the runtime which bit is its own
     *(volatile uint32_t *)((char *)ex + EXEC_PAGE_PUBLISHED_PRIO) = now;

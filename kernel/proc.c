@@ -119,6 +119,8 @@ uint32_t proc_runq_best(void) {
 }
 
 static struct thread *runq_pop(void) {
+  if (!__atomic_load_n(&rq_bitmap, __ATOMIC_RELAXED))
+    return 0;                    // empty: no lock (a waiter re-checks after linking)
   spin_lock(&runq_lock);
   struct thread *t = 0;
   if (rq_bitmap) {
@@ -136,8 +138,9 @@ static struct thread *runq_pop(void) {
 }
 
 struct thread *runq_pop_wait(void) {
-  struct thread *t = 0;
-  KCO_WAIT_UNTIL(&runq_wait, (t = runq_pop()) != 0);
+  struct thread *t = runq_pop();  // the common case: no need to queue as a waiter
+  if (!t)
+    KCO_WAIT_UNTIL(&runq_wait, (t = runq_pop()) != 0);
   return t;
 }
 

@@ -32,7 +32,7 @@ static int others_waiting(uint32_t my_prio) { return proc_runq_best() <= my_prio
 // priority of the process it runs).
 static uint32_t take_priority(struct proc *p) {
   uint32_t prio = prio_of(p);
-  kco_reprio(kco_current(), prio);
+  kco_reprio_self(prio);
   return prio;
 }
 
@@ -66,7 +66,8 @@ static enum run_end run_thread(struct thread *t) {
     // Publish where t runs before looking for pending user interrupts, so a
     // completion posted from another hart either is seen here or sends an IPI.
     __atomic_store_n(&t->on_hart, (int)this_hart()->index, __ATOMIC_SEQ_CST);
-    ring_flush(t);
+    if (p->ring_waiting)
+      ring_flush(t);            // completions that waited for ring space
     uintr_deliver(t);
     user_return(&t->uc);
     uintr_leave(t);
@@ -74,6 +75,10 @@ static enum run_end run_thread(struct thread *t) {
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
     p->traps++;
     prio_publish(p);            // on every kernel entry, as COPS specifies
+    // ... and the switcher carries that priority from here on (what the
+    // process runs now: it may have switched coroutines since the last trap).
+    my_prio = p->pub_prio < NPRIO_DEFAULT ? p->pub_prio : NPRIO_DEFAULT - 1;
+    kco_reprio_self(my_prio);
     if (cause & SCAUSE_INTERRUPT) {
       trap_interrupt(cause);
       intr_on();
@@ -88,6 +93,14 @@ static enum run_end run_thread(struct thread *t) {
       switch (syscall_dispatch(t)) {
       case SC_DONE:
         break;
+      case SC_ASYNC_STARTED:
+        // The call's kernel coroutine is ready at the caller's priority. It
+        // would only find, right now, that its event has not happened (the call
+        // just tried): let the process go on, and run it at the next trap or on
+        // an idle hart, unless it is of strictly better priority (below).
+        if (exec_best_prio(&kexec) >= my_prio)
+          continue;
+        break;
       case SC_BLOCKED:          // t belongs to its kernel coroutine now
         return RUN_BLOCKED;
       case SC_YIELD:
@@ -100,6 +113,12 @@ static enum run_end run_thread(struct thread *t) {
         return stop(t, (int)t->uc.x[REG_A0]);
       case SC_THREAD_EXIT:
         return stop(t, (int)t->uc.x[REG_A0]);
+      case SC_FAULT:
+        kprintf("coral: pid %d (%s) thread %d killed: uintr_ret outside a user-interrupt "
+                "handler, or its stack unreadable (sp %p)\n", p->pid, p->name, t->tid,
+                (void *)t->uc.x[REG_SP]);
+        proc_terminate(p, -1);
+        return stop(t, -1);
       }
     } else if (cause == EXC_ILLEGAL_INST && emulate_illegal(t, stval)) {
       intr_on();                // a u-CSR access or uret: emulated, carry on
@@ -135,7 +154,7 @@ static void switcher_main(void *arg) {
       thread_make_runnable(t);
       kco_yield();
     }
-    kco_reprio(kco_current(), SWITCHER_PRIO);
+    kco_reprio_self(SWITCHER_PRIO);
   }
 }
 

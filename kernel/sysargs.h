@@ -27,7 +27,7 @@ typedef long (*syscall_fn)(struct thread *t, struct sysargs *sa, int may_block);
 // A call's arguments, copied out of the user registers (an async call's kernel
 // coroutine keeps running after the process has moved on), and what the call
 // found out about waiting.
-struct sysargs {
+struct sysargs {                   // (syscall_dispatch sets every field: keep it in step)
   uint64_t nr;
   uint64_t a[6];
   syscall_fn call;                 // its handler, from the call table

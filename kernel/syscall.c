@@ -53,7 +53,12 @@ static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_w
     return -EINVAL;
   if (n == 0)
     return 0;
-  if (!user_range_ok(p, sa->a[1], (uint64_t)n, is_write ? PTE_R : PTE_W))
+  // A bad buffer must fail the whole call, never after part of it moved. A
+  // pipe transfer that fits one chunk (FILE_CHUNK bytes) in one page is
+  // checked by its only copy, before anything is committed; check the rest.
+  int one_copy = f->type != F_CONSOLE && (uint64_t)n <= FILE_CHUNK &&
+                 (sa->a[1] & (PAGE_SIZE - 1)) + (uint64_t)n <= PAGE_SIZE;
+  if (!one_copy && !user_range_ok(p, sa->a[1], (uint64_t)n, is_write ? PTE_R : PTE_W))
     return -EFAULT;
   long r = is_write ? file_write(f, p->pagetable, sa->a[1], n, may_block, &p->killed)
                     : file_read(f, p->pagetable, sa->a[1], n, may_block, &p->killed);
@@ -87,6 +92,22 @@ static long sys_close(struct thread *t, struct sysargs *sa, int may_block) {
     return -EBADF;
   file_close(f);
   return 0;
+}
+
+static long sys_dup(struct thread *t, struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
+  (void)may_block;
+  spin_lock(&p->lock);             // (so a concurrent close cannot free it under us)
+  struct file *f = fd_file(p, sa->a[0]);
+  if (f)
+    file_dup(f);
+  spin_unlock(&p->lock);
+  if (!f)
+    return -EBADF;
+  int fd = fd_alloc(p, f);
+  if (fd < 0)
+    file_close(f);
+  return fd;
 }
 
 static long sys_pipe(struct thread *t, struct sysargs *sa, int may_block) {
@@ -256,6 +277,10 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return es.live;
   case KSTAT_NPROCS:
     return proc_count();
+  case KSTAT_UINTR_NATIVE:
+    return uintr_is_native();
+  case KSTAT_UINTR_POST_COST:
+    return (long)t->ui.post_cost;
   case KSTAT_UINTR_POST_INSTRET:
     return (long)t->ui.post_instret;
   case KSTAT_ZOMBIES:
@@ -344,7 +369,7 @@ static const syscall_fn calls[NSYSCALL] = {
   [SYS_socket] = sys_socket, [SYS_bind] = sys_bind,   [SYS_listen] = sys_listen,
   [SYS_accept] = sys_accept, [SYS_recv] = sys_recv,   [SYS_send] = sys_send,
   [SYS_shutdown] = sys_shutdown, [SYS_setkmode] = sys_setkmode,
-  [SYS_uintr_recv] = sys_uintr_recv,
+  [SYS_uintr_recv] = sys_uintr_recv, [SYS_dup] = sys_dup,
 };
 
 // Calls that may wait, and so have an asynchronous form.
@@ -357,15 +382,32 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
   struct proc *p = t->proc;
   uint64_t a7 = t->uc.x[REG_A7];
   int async = (a7 & SYS_ASYNC) != 0;
-  struct sysargs sa = { .nr = a7 & ~(uint64_t)SYS_ASYNC };
-  for (int i = 0; i < 6; i++)
-    sa.a[i] = t->uc.x[REG_A0 + i];
+  // Field by field, not "= { ... }": that would clear a[] only to overwrite it
+  // (this is on every system call's path).
+  struct sysargs sa;
+  sa.nr = a7 & ~(uint64_t)SYS_ASYNC;
+  const uint64_t *x = &t->uc.x[REG_A0];   // six plain copies (a loop or memcpy costs 3x)
+  sa.a[0] = x[0], sa.a[1] = x[1], sa.a[2] = x[2];
+  sa.a[3] = x[3], sa.a[4] = x[4], sa.a[5] = x[5];
+  sa.call = 0;
+  sa.wq = 0;
+  sa.deadline = 0;
+  sa.sock = 0;
+  sa.file = 0;
   p->syscalls++;
   if (sa.nr >= NSYSCALL || !calls[sa.nr] || (async && !can_be_async(sa.nr))) {
     if (sa.nr == SYS_exit && !async)
       return SC_EXIT;
     if (sa.nr == SYS_thread_exit && !async)
       return SC_THREAD_EXIT;
+    if (sa.nr == SYS_uintr_ret && !async) {
+      // Not a call: it returns to where the interrupt struck, a0 and a7 as they
+      // were there (abi.h). A thread that misuses it has corrupted its own state.
+      if (uintr_ecall_ret(t) == 0)
+        return SC_DONE;
+      t->uc.x[REG_A0] = (uint64_t)-1;
+      return SC_FAULT;
+    }
     t->uc.x[REG_A0] = (uint64_t)-ENOSYS;
     return SC_DONE;
   }
@@ -380,8 +422,10 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     if (prio < USER_PRIO_CEILING)
       prio = USER_PRIO_CEILING;
     r = cid == CID_NONE ? -EINVAL : syswork_start(t, &sa, cid, prio);
-    if (r == 0)
-      r = -EINPROGRESS;
+    if (r == 0) {
+      t->uc.x[REG_A0] = (uint64_t)-EINPROGRESS;
+      return SC_ASYNC_STARTED;   // (syswork_start took what sa held)
+    }
   } else if (r == WOULD_BLOCK) {
     // From the moment the worker exists, p may run (and even exit and free its
     // page table) on another hart: stop using its address space here first.
@@ -396,7 +440,8 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     thread_set_state(t, T_RUNNING);
     uvm_activate(p->pagetable);
   }
-  sysargs_release(&sa);          // the call is over (a worker took sa otherwise)
+  if (sa.sock || sa.file)
+    sysargs_release(&sa);        // the call is over (a worker took sa otherwise)
   t->uc.x[REG_A0] = (uint64_t)r;
   return sa.nr == SYS_yield ? SC_YIELD : SC_DONE;
 }

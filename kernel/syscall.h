@@ -6,10 +6,13 @@
 // What the switching coroutine must do after a system call.
 enum syscall_outcome {
   SC_DONE,        // result is in a0: return to the process at once
+  SC_ASYNC_STARTED, // the same, and a kernel coroutine now serves the async call
+                  // (it need not run before the process does: see switcher.c)
   SC_BLOCKED,     // a kernel coroutine now serves the call; the process waits
   SC_YIELD,       // the process gave up the hart: requeue it behind the others
   SC_EXIT,        // the process called exit
   SC_THREAD_EXIT, // the thread called thread_exit
+  SC_FAULT,       // the thread misused the kernel (a bad SYS_uintr_ret): kill the process
 };
 
 enum syscall_outcome syscall_dispatch(struct thread *t);

@@ -167,7 +167,7 @@ static void poller_main(void *arg) {
         finish(w, r);
       }
     }
-    kco_reprio(kco_current(), best);   // as urgent as the most urgent call it holds
+    kco_reprio_self(best);   // as urgent as the most urgent call it holds
     if (!p->killed)
       kco_block();
   }

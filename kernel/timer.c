@@ -24,6 +24,13 @@ static void program(uint64_t when) {
 
 static uint64_t tick_interval(void) { return board.timebase_hz / TICK_HZ; }
 
+void timer_nap(uint64_t ticks) {
+  program(rdtime() + ticks);
+  csr_set(sie, SIE_STIE);       // wfi wakes on an enabled pending interrupt, masked or not
+  __asm__ volatile("wfi");
+  // The timer interrupt stays pending: the first one taken reprograms it.
+}
+
 static void reprogram(struct hart *h) {
   uint64_t next = h->next_tick;
   if (h->ntimers && h->timers[0].when < next)
@@ -41,7 +48,13 @@ void timer_init_hart(void) {
   // that compare kernel memory before and after.
   h->timers = kmalloc(TIMER_HEAP_INITIAL * sizeof(struct timer_entry));
   h->timer_cap = h->timers ? TIMER_HEAP_INITIAL : 0;
-  h->next_tick = rdtime() + tick_interval();
+  // Harts tick out of phase (hart i a fraction i/n of a period later), so
+  // their tick work does not collide on shared locks, and a hart's tick is not
+  // due just when another hart's is (under -icount, QEMU sets a running hart
+  // aside at timer deadlines: with aligned ticks every hand-off between harts
+  // would bring a tick along).
+  uint32_t n = board.nharts ? board.nharts : 1;
+  h->next_tick = rdtime() + tick_interval() + tick_interval() * h->index / n;
   reprogram(h);
   csr_set(sie, SIE_STIE);
 }

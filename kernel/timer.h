@@ -5,6 +5,12 @@
 #include <stdint.h>
 #include "executor.h"
 
+// Halt this hart for about `ticks` timebase ticks, interrupts masked (boot
+// waits). Under -icount QEMU runs its harts in turn and switches only when one
+// halts or its budget ends: a hart that spins while it waits for another can
+// starve it for billions of instructions; one that naps cannot.
+void timer_nap(uint64_t ticks);
+
 struct timer_entry { uint64_t when; cid_t cid; };
 
 void timer_init_hart(void);          // program the first event on this hart

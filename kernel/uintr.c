@@ -15,6 +15,7 @@
 static int native;            // set once at boot, before the other harts start
 
 void uintr_select(int n) { native = n; }
+int uintr_is_native(void) { return native; }
 
 const char *uintr_backend_name(void) {
   if (!native)
@@ -78,8 +79,13 @@ void uintr_release(struct thread *t) {
   t->ui.uintc_entry1 = 0;
 }
 
-void uintr_post(struct thread *t) {
-  t->ui.post_instret = csr_read(instret);   // for the delivery-latency benchmark
+int uintr_ecall_ret(struct thread *t) {
+  return native ? -1 : uintr_emul_ecall_ret(t);   // native: uret is an instruction
+}
+
+// How the post reaches the thread; uintr_post wraps it with the benchmark's
+// instret readings.
+static void post(struct thread *t) {
   __atomic_fetch_add(&t->ui.posted, 1, __ATOMIC_RELAXED);
   int entry1 = __atomic_load_n(&t->ui.uintc_entry1, __ATOMIC_SEQ_CST);
   if (entry1) {
@@ -99,6 +105,13 @@ void uintr_post(struct thread *t) {
   int h = __atomic_load_n(&t->on_hart, __ATOMIC_SEQ_CST);
   if (h >= 0 && (uint32_t)h != this_hart()->index)
     sbi_send_ipi(1, harts[h].hartid);
+}
+
+void uintr_post(struct thread *t) {
+  uint64_t t0 = csr_read(instret);
+  t->ui.post_instret = t0;           // for the delivery-latency benchmarks
+  post(t);
+  t->ui.post_cost = csr_read(instret) - t0;
 }
 
 void uintr_deliver(struct thread *t) {

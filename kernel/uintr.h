@@ -28,7 +28,9 @@ struct uintr_state {
   struct nm_hart n;            // n.uip (USIP) is set by uintr_post from any hart
   uint64_t posted;             // how many times an interrupt was raised
   uint64_t delivered;          // handler entries the kernel made (emulated only)
+  uint64_t posted_at_entry;    // `posted` when the kernel last entered the handler (emulated)
   uint64_t post_instret;       // instret of the posting hart at the last post
+  uint64_t post_cost;          // instructions that post took on its hart (benchmarks)
   int uintc_entry1;            // its entry on the user-interrupt controller + 1; 0: none
 };
 
@@ -37,6 +39,7 @@ void uintr_select(int native);
 // Each hart, once (native: sideleg, sedeleg).
 void uintr_init_hart(void);
 const char *uintr_backend_name(void);
+int uintr_is_native(void);
 
 void uintr_init(struct thread *t);
 // The thread's receive page on the user-interrupt controller, mapped into its
@@ -45,6 +48,11 @@ void uintr_init(struct thread *t);
 uint64_t uintr_recv_page(struct thread *t);
 // The process is ending: give its threads' controller entries back.
 void uintr_release(struct thread *t);
+// SYS_uintr_ret (abi.h): clear t's USIP unless an interrupt was posted since
+// its handler was entered, then uret, then restore a0/a7 from t's stack. 0, or -1 if t is not in its handler's state
+// (uret illegal) or its stack is unreadable: the caller kills the process.
+// Emulated backend only (-1 on native harts, where uret does not trap).
+int uintr_ecall_ret(struct thread *t);
 // Raise a user software interrupt for thread t (from any hart, any kernel coroutine).
 void uintr_post(struct thread *t);
 int uintr_pending(struct thread *t);

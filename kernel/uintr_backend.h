@@ -7,6 +7,7 @@
 // kernel/uintr_emul.c
 void uintr_emul_deliver(struct thread *t);
 int uintr_emul_illegal(struct thread *t, uint32_t insn);
+int uintr_emul_ecall_ret(struct thread *t);
 
 // kernel/uintr_native.c
 void uintr_native_init_hart(void);

@@ -27,8 +27,28 @@ void uintr_emul_deliver(struct thread *t) {
   int irq = nm_pending_irq(&t->ui.n, &user_env);
   if (irq < 0)
     return;
+  t->ui.posted_at_entry = __atomic_load_n(&t->ui.posted, __ATOMIC_ACQUIRE);
   t->uc.pc = nm_trap(&t->ui.n, NM_CAUSE_INTERRUPT | (uint64_t)irq, t->uc.pc, 0);
   t->ui.delivered++;
+}
+
+int uintr_emul_ecall_ret(struct thread *t) {
+  // The popped frame's upper half, a0 .. a7 (one copy: they are 56 bytes apart).
+  uint64_t sp = t->uc.x[REG_SP], frame[(UINTR_RET_A0_OFF - UINTR_RET_A7_OFF) / 8 + 1];
+  if (copyin(t->proc->pagetable, frame, sp - UINTR_RET_A0_OFF, sizeof frame) < 0)
+    return -1;
+  uint64_t a0 = frame[0], a7 = frame[(UINTR_RET_A0_OFF - UINTR_RET_A7_OFF) / 8];
+  // The `csrc uip` the handler did not execute at its entry: the same effect,
+  // unless an interrupt was posted after the entry (a post raises USIP after
+  // it counts, and its completion was in the ring before either).
+  uint64_t old;
+  if (__atomic_load_n(&t->ui.posted, __ATOMIC_ACQUIRE) == t->ui.posted_at_entry)
+    (void)nm_csr_access(&t->ui.n, &user_env, NM_CSR_UIP, NM_CSRRC, NM_USIP, 1, &old);
+  if (nm_uret(&t->ui.n, &user_env, &t->uc.pc) != 0)
+    return -1;
+  t->uc.x[REG_A0] = a0;
+  t->uc.x[REG_A7] = a7;
+  return 0;
 }
 
 int uintr_emul_illegal(struct thread *t, uint32_t insn) {

@@ -6,8 +6,6 @@
 #include "printf.h"
 #include "riscv.h"
 
-#define VPN(va, level) (((va) >> (12 + 9 * (level))) & 0x1ff)
-#define PTE2PA(pte) (((pte) >> 10) << 12)
 #define PA2PTE(pa) (((pa) >> 12) << 10)
 #define SATP_SV39 (8UL << 60)
 #define USER_ROOT_ENTRIES 2          // root entries 0 and 1 cover [0, 0x80000000)
@@ -27,7 +25,9 @@ pte_t *uvm_create(void) {
 // The 4 KiB leaf PTE for user va (user mappings use no larger pages), creating
 // tables if asked. NULL if va is not a user address, absent, or no memory.
 static pte_t *walk(pte_t *root, uint64_t va, int create) {
-  return va < USER_VA_END ? pt_walk(root, va, 0, create) : 0;
+  if (va >= USER_VA_END)
+    return 0;
+  return create ? pt_walk(root, va, 0, 1) : pt_leaf(root, va);
 }
 
 void uvm_dealloc(pte_t *root, uint64_t start, uint64_t end) {

@@ -9,8 +9,6 @@
 
 #define LEVELS 3
 #define MEGA (2UL << 20)
-#define VPN(va, level) (((va) >> (12 + 9 * (level))) & 0x1ff)
-#define PTE2PA(pte) (((pte) >> 10) << 12)
 #define PA2PTE(pa) (((pa) >> 12) << 10)
 #define SATP_SV39 (8UL << 60)
 

@@ -13,11 +13,11 @@ log=$BUILD/bench-micro.log
 mkdir -p "$BUILD" "$(dirname "$OUT")"
 
 timeout 600 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
-  -smp 1 -m 256M -icount shift=0 -append "bench" < /dev/null > "$log" 2>&1 || true
+  -smp 1 -m 256M -icount shift=0,sleep=off -append "bench" < /dev/null > "$log" 2>&1 || true
 # Second run: the user-level benchmarks (user/ubench.c), same machine settings.
 ulog=$BUILD/bench-micro-user.log
 timeout 600 "$QEMU" -machine virt -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
-  -smp 1 -m 256M -icount shift=0 -append "user=ubench" < /dev/null > "$ulog" 2>&1 || true
+  -smp 1 -m 256M -icount shift=0,sleep=off -append "user=ubench" < /dev/null > "$ulog" 2>&1 || true
 tr -d '\r' < "$ulog" | grep '^BENCH name=' |
   sed 's/^BENCH name=uintr_delivery_local /BENCH name=uintr_delivery_local_emulated /' >> "$log" || true
 # Third run, when our QEMU with the N extension is built (make qemu-n): the same
@@ -28,7 +28,7 @@ nlog=$BUILD/bench-micro-native.log
 native=0
 if [ -x "$QEMU_N" ]; then
   timeout 600 "$QEMU_N" -machine virt -cpu rv64,n=on -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp 1 -m 256M -icount shift=0 -append "user=ubench" < /dev/null > "$nlog" 2>&1 || true
+    -nographic -smp 1 -m 256M -icount shift=0,sleep=off -append "user=ubench" < /dev/null > "$nlog" 2>&1 || true
   if grep -q '^BENCH USER DONE' "$nlog" && grep -q "user interrupts native" "$nlog"; then
     native=1
     tr -d '\r' < "$nlog" | grep '^BENCH name=' |
@@ -40,6 +40,22 @@ if [ -x "$QEMU_N" ]; then
 else
   echo "bench-micro: no $QEMU_N (make qemu-n builds it): native rows skipped" >&2
 fi
+# Delivery to a thread that runs on another hart: two harts, one benchmark
+# (ubench's remote_delivery), on each backend.
+remote_run() {   # suffix qemu [cpu options]
+  local suffix=$1 qemu=$2
+  shift 2
+  local rlog=$BUILD/bench-micro-remote-$suffix.log
+  timeout 600 "$qemu" -machine virt "$@" -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" -nographic \
+    -smp 2 -m 256M -icount shift=0,sleep=off -append "user=ubench,--only,remote_delivery" < /dev/null > "$rlog" 2>&1 || true
+  if grep -q '^BENCH USER DONE' "$rlog"; then
+    tr -d '\r' < "$rlog" | grep '^BENCH name=' | sed "s/^BENCH name=\([^ ]*\) /BENCH name=\1_$suffix /" >> "$log"
+  else
+    echo "bench-micro: the remote-delivery run ($suffix) did not finish; see $rlog" >&2
+  fi
+}
+remote_run emulated "$QEMU"
+[ $native = 1 ] && remote_run native "$QEMU_N" -cpu rv64,n=on
 tr -d '\r' < "$log" | grep '^BENCH name=' || true
 if ! grep -q '^BENCH DONE' "$log" || ! grep -q '^BENCH USER DONE' "$ulog"; then
   echo "bench-micro: a benchmark run did not finish; see $log and $ulog" >&2
@@ -57,8 +73,12 @@ full=$(value yield_resume_fullsave)
   echo
   echo "Produced by \`make bench-micro\` (scripts/bench-micro.sh) on $(date -u +%Y-%m-%d):"
   echo "QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'), machine virt, 1 hart,"
-  echo "\`-icount shift=0\`, so the figures are guest instructions counted by \`rdinstret\`"
-  echo "and are identical from run to run. Code: tests/kernel/bench_micro.c."
+  echo "\`-icount shift=0,sleep=off\`, so the figures are guest instructions counted by"
+  echo "\`rdinstret\`. \`sleep=off\` makes them repeatable: with QEMU's default (\`sleep=on\`) the"
+  echo "virtual clock follows the host's clock while the guest idles, so the phase of the timer"
+  echo "tick against the benchmark loops, and with it the figures, changed from run to run"
+  echo "(user_async_roundtrip 8,390 and 9,131 in two runs on one machine). Code:"
+  echo "tests/kernel/bench_micro.c and user/ubench.c."
   echo
   echo "| benchmark | value | unit | what it measures |"
   echo "|---|---|---|---|"
@@ -83,11 +103,16 @@ full=$(value yield_resume_fullsave)
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
       uintr_delivery_local_emulated) what="user interrupt delivery on one hart, emulated: from the kernel's post (uintr_post) to the first instruction of the handler's C function (through the switch back to the process, the injection, and the entry's 17 register saves)" ;;
       uintr_delivery_local_native) what="the same on native N: the hardware enters the handler" ;;
+      uintr_delivery_remote_emulated) what="delivery to a thread spinning in U-mode on the other hart (-smp 2), emulated: the post on the sender (uintr_post: USIP and an SBI IPI) plus, on the receiver, its last instret reading to the handler's first C instruction (the IPI trap, the injection, the entry); minimum of 101 rounds" ;;
+      uintr_delivery_remote_native) what="the same on native N with the user-interrupt controller (post: one store to the controller, which raises USIP on the receiver's hart)" ;;
+      uintr_post_remote_emulated) what="the sender's share of the row above: uintr_post with the SBI IPI through OpenSBI" ;;
+      uintr_post_remote_native) what="the sender's share on native N: uintr_post storing to the user-interrupt controller (no IPI)" ;;
       user_csr_read_native) what="user: one u-CSR read on a hart with N (our QEMU, -cpu rv64,n=on): a plain instruction" ;;
       user_async_roundtrip_native) what="the async round trip with native user interrupts: the hardware enters the handler, uret and the u-CSR accesses do not trap" ;;
       *_native) what="the row of the same name without _native, on native user interrupts (our QEMU, -cpu rv64,n=on)" ;;
       process_switch_yield) what="user: one process switch, two processes calling yield() in turn" ;;
       thread_switch_yield) what="user: one thread switch, two threads of a process calling yield() in turn" ;;
+      pipe_pingpong_roundtrip) what="user: one byte sent to a child process through a pipe and echoed back through another (two writes, two reads, two process switches)" ;;
       *) what="" ;;
     esac
     echo "| $name | $val | $unit | $what |"
@@ -101,7 +126,12 @@ full=$(value yield_resume_fullsave)
   echo "| CACS yield+resume <= 0.5 x full-save | $cacs / $full = $(ratio "$cacs" "$full") | $(within "$(ratio "$cacs" "$full")" 0.5) |"
   echo "| idle stackless coroutine <= 128 bytes | $(value idle_stackless_bytes) | $(within "$(value idle_stackless_bytes)" 128) |"
   echo "| async round trip (emulated) <= 3000 instructions | $(value user_async_roundtrip) | $(within "$(value user_async_roundtrip)" 3000) |"
-  echo "| user coroutine switch <= 30 instructions | $(value user_switch_stackless) | $(within "$(value user_switch_stackless)" 30) |"
+  echo "| user stackless coroutine switch <= 30 instructions | $(value user_switch_stackless) | $(within "$(value user_switch_stackless)" 30) |"
+  echo "| user stackful (CACS) switch <= 60 instructions | $(value user_switch_stackful_cacs) | $(within "$(value user_switch_stackful_cacs)" 60) |"
+  echo "| sync system call (getpid) <= 200 instructions (Linux 6.1: 203) | $(value user_sync_syscall) | $(within "$(value user_sync_syscall)" 200) |"
+  echo "| thread switch <= 500 instructions (Linux 6.1: 567) | $(value thread_switch_yield) | $(within "$(value thread_switch_yield)" 500) |"
+  echo "| process switch <= 500 instructions (Linux 6.1: 563) | $(value process_switch_yield) | $(within "$(value process_switch_yield)" 500) |"
+  echo "| pipe ping-pong <= 5000 instructions (Linux 6.1: 12,880) | $(value pipe_pingpong_roundtrip) | $(within "$(value pipe_pingpong_roundtrip)" 5000) |"
   if [ $native = 1 ]; then
     echo "| async round trip (native N) <= 1000 instructions | $(value user_async_roundtrip_native) | $(within "$(value user_async_roundtrip_native)" 1000) |"
   else
@@ -114,38 +144,38 @@ full=$(value yield_resume_fullsave)
 - A stackless dispatch pays for: the executor lock with interrupts masked
   (`csrrc`, `amoswap.d`, release fence, `csrs`), settling the previous coroutine,
   the bitmap lookup and dequeue, marking it running, the indirect call, and the
-  empty poll function itself, which costs 7 instructions in a kernel built with
-  frame pointers. Read build/kernel.asm (`exec_next`) for the exact sequence.
-  Reaching 40 would need a lock-free or per-hart fast path; see
-  docs/ARCHITECTURE.md.
+  empty poll function itself. Read build/kernel.asm (`exec_next`) for the exact
+  sequence. Reaching 40 needs a per-hart fast path without the lock (issue 13's
+  per-hart scheduling).
 - The CACS pair is two 9-instruction switches plus the spills the compiler chose
   at each call site. The full-save pair is two calls to `full_switch` (28 loads
   and stores each) plus the same loop. The `via_executor` rows add one
   `exec_next` per round.
 - User rows count the whole hart (one hart, so everything on the path is in):
   user code, trap entry and exit, the kernel, and for the async round trip the
-  kernel coroutine, the ring, the emulated interrupt and the handler. On stock
-  QEMU every u-CSR access and `uret` is an illegal instruction that OpenSBI
-  redirects from M-mode (`user_emulated_csr_read` is the price of one), and each
-  interrupt costs two of them in the handler (clear USIP, uret). The rest of the
-  round trip is the async submit (a system call), spawning and running a
-  stackful kernel coroutine, the ring write, the injection, and the wake.
+  kernel coroutine, the ring, the user interrupt and the handler. On stock QEMU
+  every u-CSR access and `uret` is an illegal instruction that OpenSBI
+  redirects from M-mode (`user_emulated_csr_read` is the price of one); the
+  runtime's handler avoids both of its own by ending with the `SYS_uintr_ret`
+  ecall (docs/ABI.md), so a delivery costs one ordinary trap.
 - The `_native` rows run the same binary on our QEMU with the N extension
-  (hw/qemu, `-cpu rv64,n=on`). A u-CSR access is then one instruction instead
-  of an M-mode round trip, and the handler is entered by the hardware, which
-  takes about 1,500 instructions off the async round trip. What remains is the
-  kernel's path (the async submit, a stackful kernel coroutine, the ring, the
-  switch back to the process), the same on both backends: that is where a
-  round trip near 1,000 instructions has to come from. Every trap also costs
-  about 60 instructions more on native harts, for saving and loading the
-  thread's u-CSRs and pointing its controller entry at the hart (the
-  user-interrupt controller: a post is one store to it).
+  (hw/qemu, `-cpu rv64,n=on`): a u-CSR access is one instruction, the hardware
+  enters the handler, `uret` does not trap. Every trap costs about 60
+  instructions more on native harts, for saving and loading the thread's
+  u-CSRs and pointing its controller entry at the hart.
 - `uintr_delivery_local_*` counts from the kernel's post to the first
   instruction of the handler's C function, on one hart: the rest of the kernel
   work that made the completion, the switch back to the process, and the
-  entry's register saves. It is nearly the same on both backends because the
-  emulated injection itself is cheap; what native N saves is the handler's two
-  trapping instructions (clear USIP, `uret`) after that point.
+  entry's register saves.
+- `uintr_delivery_remote_*` (two harts) adds the sender's post
+  (`uintr_post_remote_*`: USIP and an SBI IPI through OpenSBI when emulated;
+  one store to the user-interrupt controller on native N) and the receiver's
+  instructions from its last instret reading to the handler. Under `-icount`
+  QEMU runs the two harts in turn, and the receiver still spends several
+  thousand kernel instructions between the two readings in every round (the
+  minimum of 101 is reported): the receiving hart has not been shown to be free
+  of its own timer tick there, so the receiver share is an upper bound, not yet
+  isolated. The sender's share is exact.
 - A user coroutine switch goes through the vDSO entry table (an indirect call),
   the runtime's critical-section counter, and the executor lock; the kernel's
   own dispatch figure above is the same executor without those.
@@ -153,5 +183,28 @@ full=$(value yield_resume_fullsave)
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.
 NOTES
+  # Where the async round trip's instructions go, measured (scripts/profile.sh:
+  # a QEMU plugin counts every executed instruction; needs the QEMU source that
+  # make qemu-n fetched).
+  if [ -f "$BUILD/qemu-n/src/include/qemu/qemu-plugin.h" ]; then
+    echo
+    echo "## Where the async round trip goes"
+    echo
+    echo "\`scripts/profile.sh async_roundtrip 400\` (and \`NATIVE=1\`): instructions and calls per"
+    echo "repetition by function, two runs subtracted. A repetition is one measured round trip plus"
+    echo "the benchmark's own calibration around it (a one-byte pipe write and read nobody waits"
+    echo "for, and one \`kstat\`), so its total is above the row. Functions under 40 instructions"
+    echo "are left out."
+    for mode in emulated native; do
+      [ $mode = native ] && [ $native = 0 ] && continue
+      echo
+      echo "### $mode"
+      echo
+      echo '```'
+      NATIVE=$([ $mode = native ] && echo 1 || echo 0) scripts/profile.sh async_roundtrip 400 2>/dev/null |
+        awk 'NR <= 8 || $1 + 0 >= 40'
+      echo '```'
+    done
+  fi
 } > "$OUT"
 echo "bench-micro: wrote $OUT"

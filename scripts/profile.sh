@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Where do a benchmark's instructions go? Runs one ubench benchmark twice under
-# QEMU -icount shift=0 with the insnprof plugin (scripts/host/insnprof.c), with
+# QEMU -icount shift=0,sleep=off with the insnprof plugin (scripts/host/insnprof.c), with
 # ROUNDS and 2*ROUNDS repetitions, subtracts the two address profiles (boot and
 # set-up cancel), and prints instructions per repetition by function, split
 # into OpenSBI (M-mode), kernel, vDSO and the user program.
 #
 #   scripts/profile.sh BENCH [ROUNDS]     e.g. scripts/profile.sh async_roundtrip 400
 #   NATIVE=1 scripts/profile.sh ...       on our QEMU with the N extension (make qemu-n)
+#   SMP=2 scripts/profile.sh remote_delivery 400   two harts (counts both)
 #
 # BENCH is a name `ubench --only` knows (it lists them); what one repetition is
 # depends on the benchmark (async_roundtrip: ROUNDS/4 round trips; the switch
@@ -19,6 +20,7 @@ bench=${1:?usage: scripts/profile.sh BENCH [ROUNDS]}
 rounds=${2:-400}
 case $bench in
   async_roundtrip) per=$((rounds / 4)) ;;
+  remote_delivery) per=$((rounds / 20)) ;;
   stackless_switch|stackful_switch|process_switch|thread_switch) per=$((2 * rounds)) ;;
   *) per=$rounds ;;
 esac
@@ -45,7 +47,7 @@ for k in 1 2; do
   n=$((k * rounds))
   echo "profile: $bench x $n ..." >&2
   timeout 900 "$qemu" -machine virt "${cpu[@]}" -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp 1 -m 256M -icount shift=0 -plugin "$plugin,out=$out/prof$k.txt" \
+    -nographic -smp "${SMP:-1}" -m 256M -icount shift=0,sleep=off -plugin "$plugin,out=$out/prof$k.txt" \
     -append "user=ubench,--only,$bench,$n" < /dev/null > "$out/run$k.log" 2>&1 || true
   grep -q '^BENCH USER DONE' "$out/run$k.log" ||
     { echo "profile: run $k did not finish; see $out/run$k.log" >&2; exit 1; }

@@ -70,13 +70,52 @@ static uint64_t uintr_entries;
 #define CSR_UIP_NUM "0x044"
 
 struct async_op {
-  struct async_op *next;
   cid_t cid;
   long result;
   volatile int done;
   struct cops_thread *owner;       // the thread that submitted it
 };
-static struct async_op *inflight;   // operations submitted and not completed yet
+// Operations submitted and not completed yet, indexed by the slot of the
+// submitting coroutine's cid (its low 32 bits): a coroutine waits for one
+// operation at a time, so a slot holds at most one, and a completion finds its
+// operation in O(1). The whole cid is compared, so a completion for a stale
+// cid (a slot reused since) matches nothing. Guarded by ops_lock.
+static struct async_op **op_by_slot;
+static uint32_t op_slots;
+static volatile int ninflight;
+
+static uint32_t slot_of(cid_t cid) { return (uint32_t)cid; }
+
+// Record op; -ENOMEM if the table cannot grow. (ops_lock held)
+static int op_insert(struct async_op *op) {
+  uint32_t s = slot_of(op->cid);
+  if (s >= op_slots) {
+    uint32_t n = op_slots ? op_slots : 64;
+    while (n <= s)
+      n *= 2;
+    struct async_op **t = realloc(op_by_slot, n * sizeof *t);
+    if (!t)
+      return -ENOMEM;
+    for (uint32_t i = op_slots; i < n; i++)
+      t[i] = 0;
+    op_by_slot = t;
+    op_slots = n;
+  }
+  op_by_slot[s] = op;
+  ninflight++;
+  return 0;
+}
+
+// Take out the operation of cid, or 0 if none. (ops_lock held)
+static struct async_op *op_take(cid_t cid) {
+  uint32_t s = slot_of(cid);
+  struct async_op *op = s < op_slots ? op_by_slot[s] : 0;
+  if (!op || op->cid != cid)
+    return 0;
+  op_by_slot[s] = 0;
+  ninflight--;
+  return op;
+}
 
 static void drain(void);
 
@@ -104,15 +143,12 @@ static void drain(void) {
     for (; h != t; h++) {
       struct ring_entry e = RING->e[h % RING_ENTRIES];
       lock(&ops_lock);
-      for (struct async_op **pp = &inflight; *pp; pp = &(*pp)->next)
-        if ((*pp)->cid == e.cid) {
-          struct async_op *op = *pp;
-          *pp = op->next;
-          op->result = e.result;
-          __atomic_fetch_sub(&op->owner->pending_ops, 1, __ATOMIC_SEQ_CST);
-          __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
-          break;
-        }
+      struct async_op *op = op_take(e.cid);
+      if (op) {
+        op->result = e.result;
+        __atomic_fetch_sub(&op->owner->pending_ops, 1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+      }
       unlock(&ops_lock);
       V->exec_wake(EX, e.cid);
     }
@@ -127,13 +163,18 @@ static void drain(void) {
 }
 
 static volatile uint64_t uintr_entry_instret;
+static int uintr_native;           // the hart has N: u-CSR accesses are instructions
 
 void cops_uintr_handler(void) {
   __asm__ volatile("rdinstret %0" : "=r"(uintr_entry_instret));
   uintr_entries++;
   // Clear USIP first: a completion posted after this raises it again, so none is
-  // missed between the drain and the uret.
-  __asm__ volatile("csrc " CSR_UIP_NUM ", %0" :: "r"(1UL));
+  // missed between the drain and the uret. (Emulated: the handler's exit, the
+  // SYS_uintr_ret ecall, clears it with the same effect -- it stays set if a
+  // post came after this entry -- where a csrc here would cost a trap through
+  // M-mode.)
+  if (uintr_native)
+    __asm__ volatile("csrc " CSR_UIP_NUM ", %0" :: "r"(1UL));
   struct cops_thread *t = me();
   if (t->uintc_claim)
     (void)*t->uintc_claim;        // take the controller's bits: its USIP line drops
@@ -143,12 +184,14 @@ void cops_uintr_handler(void) {
     drain();
 }
 
-extern void cops_uintr_entry(void);
+extern void cops_uintr_entry(void), cops_uintr_entry_ecall(void);
 // Point utvec at the entry and enable user software interrupts in this thread
 // (three emulated CSR writes; done on a thread's first async call, so programs
 // that never make one pay nothing). The u-CSRs are per thread.
 static void uintr_enable(void) {
-  __asm__ volatile("csrw " CSR_UTVEC_NUM ", %0" :: "r"((uint64_t)cops_uintr_entry));
+  uintr_native = kstat(KSTAT_UINTR_NATIVE) == 1;
+  void (*entry)(void) = uintr_native ? cops_uintr_entry : cops_uintr_entry_ecall;
+  __asm__ volatile("csrw " CSR_UTVEC_NUM ", %0" :: "r"((uint64_t)entry));
   __asm__ volatile("csrs " CSR_UIE_NUM ", %0" :: "r"(1UL));
   __asm__ volatile("csrs " CSR_USTATUS_NUM ", %0" :: "r"(1UL));
 }
@@ -188,21 +231,19 @@ long cops_async(uint64_t nr, long a0, long a1, long a2) {
   struct async_op op = { .cid = co_cid_inline(current), .done = 0, .owner = self };
   crit_enter();
   lock(&ops_lock);
-  op.next = inflight;
-  inflight = &op;
-  self->pending_ops++;
+  int err = op_insert(&op);
+  if (!err)
+    self->pending_ops++;
   unlock(&ops_lock);
   crit_exit();
+  if (err)
+    return err;
   long r = raw_async(nr, a0, a1, a2, current->prio, op.cid);
   if (r != -EINPROGRESS) {       // done at once (fast path) or refused
     crit_enter();
     lock(&ops_lock);
-    for (struct async_op **pp = &inflight; *pp; pp = &(*pp)->next)
-      if (*pp == &op) {
-        *pp = op.next;
-        self->pending_ops--;
-        break;
-      }
+    if (op_take(op.cid))
+      self->pending_ops--;
     unlock(&ops_lock);
     crit_exit();
     return r;
@@ -329,7 +370,7 @@ static int run_loop(void) {
         uwait();
         continue;
       }
-      if (nhelpers > 0 || inflight || running_threads > 0) {
+      if (nhelpers > 0 || ninflight > 0 || running_threads > 0) {
         // Another thread may still make work (or complete someone's call).
         sleep(1);
         continue;

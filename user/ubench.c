@@ -133,6 +133,99 @@ static void bench_async_roundtrip(void) {
   close(p[1]);
 }
 
+// ---- user-interrupt delivery to a thread running on another hart ----
+// Needs two harts (bench-micro runs it alone with -smp 2). A second thread of
+// this process (cops_alloc_cpu) runs a spinner coroutine that keeps reading
+// instret; before each round it lets a reader coroutine, on the same thread,
+// submit an async read of an empty pipe (so the interrupt is that thread's).
+// Main, on the first thread and so the other hart, writes the byte: the kernel
+// coroutine that completes the read runs on main's hart and posts the
+// interrupt to the spinning thread. Two harts' instret counters cannot be
+// subtracted, so a round adds the two sides, each counted on its own hart:
+// the post (uintr_post on the sender: raising USIP and the IPI through
+// OpenSBI, or one store to the user-interrupt controller), and on the receiver
+// the instructions from the spinner's last instret reading to the handler's
+// first C instruction (the interrupted loop, the kernel's trap and injection
+// when emulated, the entry stub).
+// Under -icount QEMU runs the harts in turn and sets the spinning hart aside
+// only at a timer deadline; when that is the spinning hart's own tick, the
+// tick's trap (thousands of instructions) falls inside the round too. So the
+// row is the minimum over the rounds, the path with nothing else in it (the
+// median and maximum are printed beside it).
+#define REMOTE_ROUNDS (N / 20 + 1)   // odd: a middle value
+static int rp2[2], go[2], done[2];
+static volatile int remote_rounds;
+static uint64_t remote_sample[8192 / 20 + 1];
+static uint64_t remote_post;          // the sender's share (the same every round)
+
+static void remote_reader(void *arg) {
+  (void)arg;
+  char c;
+  cops_async(SYS_read, rp2[0], (long)&c, 1);
+}
+
+static void remote_spinner(void *arg) {
+  (void)arg;
+  while (remote_rounds < REMOTE_ROUNDS) {
+    cops_spawn_stackful(remote_reader, 0, 1);
+    cops_yield();                    // the reader (better priority) submits and blocks
+    uint64_t before = cops_uintr_count(), last, now;
+    write(go[1], "g", 1);            // main may write now
+    __asm__ volatile("rdinstret %0" : "=r"(now));
+    do {                             // the handler comes after `last` (and before
+      last = now;                    // or after `now`): one loop turn of slack
+      __asm__ volatile("rdinstret %0" : "=r"(now));
+    } while (cops_uintr_count() == before);
+    remote_post = (uint64_t)kstat(KSTAT_UINTR_POST_COST);
+    remote_sample[remote_rounds] = (cops_uintr_entry_instret() - last) + remote_post;
+    remote_rounds++;
+    cops_yield();                    // let the woken reader finish
+    write(done[1], "d", 1);
+  }
+}
+
+static void bench_remote_delivery(void) {
+  if (REMOTE_ROUNDS > (int)(sizeof remote_sample / sizeof remote_sample[0])) {
+    printf("ubench: remote_delivery: at most %d rounds\n", (int)(sizeof remote_sample / sizeof remote_sample[0]) * 20);
+    return;
+  }
+  if (cops_alloc_cpu(1) != 1) {
+    printf("ubench: remote_delivery needs a second thread\n");
+    return;
+  }
+  pipe(rp2);
+  pipe(go);
+  pipe(done);
+  remote_rounds = 0;
+  // The spinner must run on the second thread: main keeps the first (its
+  // reads below block the thread, not just the coroutine), so only the second
+  // takes new work.
+  cops_spawn_stackful(remote_spinner, 0, 3);
+  char c;
+  for (int i = 0; i < REMOTE_ROUNDS; i++) {
+    read(go[0], &c, 1);
+    write(rp2[1], "x", 1);
+    read(done[0], &c, 1);
+  }
+  for (int i = 1; i < REMOTE_ROUNDS; i++)        // insertion sort: a hundred or so values
+    for (int j = i; j > 0 && remote_sample[j - 1] > remote_sample[j]; j--) {
+      uint64_t x = remote_sample[j];
+      remote_sample[j] = remote_sample[j - 1];
+      remote_sample[j - 1] = x;
+    }
+  printf("ubench: remote delivery over %d rounds (sender %lu): min %lu, median %lu, max %lu\n",
+         REMOTE_ROUNDS, (unsigned long)remote_post,
+         (unsigned long)remote_sample[0], (unsigned long)remote_sample[REMOTE_ROUNDS / 2],
+         (unsigned long)remote_sample[REMOTE_ROUNDS - 1]);
+  report("uintr_delivery_remote", remote_sample[0], 1);
+  report("uintr_post_remote", remote_post, 1);
+  for (int i = 0; i < 2; i++) {
+    close(rp2[i]);
+    close(go[i]);
+    close(done[i]);
+  }
+}
+
 // ---- a process switch: two processes yield() to each other ----
 static void bench_process_switch(void) {
   char rounds_arg[16];
@@ -157,6 +250,51 @@ static void yielder_process(void) {
   static int reported;
   if (!reported++ && getpid() % 2 == 0)
     report("process_switch_yield", t, 2 * N);
+}
+
+// ---- one-byte pipe ping-pong between two processes ----
+// A child (ubench --ponger) echoes each byte from its stdin to its stdout; we
+// give it pipe a's read end and pipe b's write end as those (dup), then send
+// one byte and wait for it to come back, N times. Each round trip is two
+// writes, two reads, and two process switches, whole machine counted.
+static void ponger(void) {
+  char c;
+  while (read(0, &c, 1) == 1)
+    write(1, &c, 1);
+}
+
+static void bench_pipe_pingpong(void) {
+  int a[2], b[2], st;
+  if (pipe(a) < 0 || pipe(b) < 0)
+    return;
+  int in = dup(0), out = dup(1);     // our own console, kept aside
+  close(0);
+  dup(a[0]);                         // -> 0: the child's stdin
+  close(1);
+  dup(b[1]);                         // -> 1: the child's stdout
+  char *argv[] = { "ubench", "--ponger", 0 };
+  int child = spawn("ubench", (const char *const *)argv);
+  close(0);
+  dup(in);
+  close(1);
+  dup(out);
+  close(in);
+  close(out);
+  close(a[0]);
+  close(b[1]);
+  char c = 'x';
+  write(a[1], &c, 1);                // the first round starts the child
+  read(b[0], &c, 1);
+  uint64_t t0 = instret();
+  for (int i = 0; i < N; i++) {
+    write(a[1], &c, 1);
+    read(b[0], &c, 1);
+  }
+  uint64_t t = instret() - t0;
+  close(a[1]);                       // the child reads end of file and exits
+  close(b[0]);
+  wait(child, &st);
+  report("pipe_pingpong_roundtrip", t, N);
 }
 
 // ---- a thread switch: two threads of this process yield() to each other ----
@@ -193,10 +331,16 @@ static const struct { const char *name; void (*run)(void); } benches[] = {
   { "async_roundtrip", bench_async_roundtrip },
   { "process_switch", bench_process_switch },
   { "thread_switch", bench_thread_switch },
+  { "pipe_pingpong", bench_pipe_pingpong },
+  { "remote_delivery", 0 },          // run on its own (two harts): --only remote_delivery
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--ponger") == 0) {
+    ponger();
+    return 0;
+  }
   if (argc > 2 && strcmp(argv[1], "--yielder") == 0) {
     N = atoi(argv[2]);
     yielder_process();
@@ -209,7 +353,10 @@ int main(int argc, char **argv) {
       N = atoi(argv[3]);
     for (unsigned i = 0; argc > 2 && N > 0 && i < NBENCH; i++)
       if (strcmp(argv[2], benches[i].name) == 0) {
-        benches[i].run();
+        if (benches[i].run)
+          benches[i].run();
+        else
+          bench_remote_delivery();
         printf("BENCH USER DONE\n");
         return 0;
       }
@@ -220,7 +367,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (unsigned i = 0; i < NBENCH; i++)
-    benches[i].run();
+    if (benches[i].run)
+      benches[i].run();
   printf("BENCH USER DONE\n");
   return 0;
 }

@@ -5,9 +5,16 @@
 # instruction on stock QEMU, written as a word so as not to depend on the
 # assembler still knowing the N extension, which the ratified spec dropped
 # (docs/NEXT.md).
-        .globl cops_uintr_entry
-        .balign 4
-cops_uintr_entry:
+#
+# Two entries, one body: cops_uintr_entry ends with uret (native N, where it is
+# an instruction); cops_uintr_entry_ecall ends with the SYS_uintr_ret ecall
+# (kernel/abi.h), which on the emulated backend does the handler's `csrc uip`
+# and the `uret` in one trap instead of two through M-mode. It restores every
+# register but a0 and a7 itself and leaves those two in the popped frame, at
+# sp - 64 and sp - 8, where the kernel takes them back from.
+#include "abi.h"
+
+.macro SAVE_CALLER_SAVED
         addi    sp, sp, -128
         sd      ra, 0(sp)
         sd      t0, 8(sp)
@@ -25,7 +32,10 @@ cops_uintr_entry:
         sd      a5, 104(sp)
         sd      a6, 112(sp)
         sd      a7, 120(sp)
-        call    cops_uintr_handler
+.endm
+
+# All but a0 and a7.
+.macro RESTORE_MOST
         ld      ra, 0(sp)
         ld      t0, 8(sp)
         ld      t1, 16(sp)
@@ -34,13 +44,31 @@ cops_uintr_entry:
         ld      t4, 40(sp)
         ld      t5, 48(sp)
         ld      t6, 56(sp)
-        ld      a0, 64(sp)
         ld      a1, 72(sp)
         ld      a2, 80(sp)
         ld      a3, 88(sp)
         ld      a4, 96(sp)
         ld      a5, 104(sp)
         ld      a6, 112(sp)
+.endm
+
+        .globl cops_uintr_entry
+        .balign 4
+cops_uintr_entry:
+        SAVE_CALLER_SAVED
+        call    cops_uintr_handler
+        RESTORE_MOST
+        ld      a0, 64(sp)
         ld      a7, 120(sp)
         addi    sp, sp, 128
         .word   0x00200073      # uret
+
+        .globl cops_uintr_entry_ecall
+        .balign 4
+cops_uintr_entry_ecall:
+        SAVE_CALLER_SAVED
+        call    cops_uintr_handler
+        RESTORE_MOST
+        addi    sp, sp, 128     # a0 at sp - UINTR_RET_A0_OFF, a7 at sp - UINTR_RET_A7_OFF
+        li      a7, SYS_uintr_ret
+        ecall                   # returns where the interrupt struck, a0 and a7 restored

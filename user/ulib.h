@@ -46,6 +46,7 @@ long send(int fd, const void *buf, long n);
 int shutdown(int fd, int how);
 int setkmode(int mode);       // KMODE_*: how the kernel serves calls that wait; returns the old mode
 long uintr_recv(void);        // this thread's receive page on the user-interrupt controller, or 0
+int dup(int fd);              // a second descriptor (the lowest free) for fd's file, or -EBADF / -EMFILE
 
 // ---- strings and memory (ulib.c) ----
 size_t strlen(const char *s);

@@ -506,6 +506,22 @@ static void test_pipe(void) {
   check("pipe-epipe-again", write(p[1], "x", 1), -EPIPE);
   check("pipe-epipe-close-writer", close(p[1]), 0);
 
+  // dup: the lowest free descriptor, the same pipe; the end stays open until
+  // its last descriptor is closed; bad descriptors are refused.
+  check("dup-pipe", pipe(p), 0);
+  int d = dup(p[1]);
+  check("dup-lowest-free", d, 5);
+  check("dup-close-original", close(p[1]), 0);
+  check("dup-writes-same-pipe", write(d, "q", 1), 1);
+  check("dup-read-back", read(p[0], buf, 1), 1);
+  check("dup-data", buf[0], 'q');
+  check("dup-close-last-writer", close(d), 0);
+  check("dup-then-eof", read(p[0], buf, 1), 0);
+  check("dup-close-reader", close(p[0]), 0);
+  check("dup-closed-fd", dup(p[0]), -EBADF);
+  check("dup-negative-fd", dup(-1), -EBADF);
+  check("dup-huge-fd", dup(1 << 30), -EBADF);
+
   // A bad fds pointer: nothing may be left behind, neither memory nor
   // descriptors, even when the kernel got as far as creating the pipe.
   struct counters before;

@@ -33,6 +33,7 @@ CONFIGURE_FLAGS=(
   --without-default-features    # every optional feature off: faster build ...
   --enable-slirp                # ... but keep -netdev user (matrixd tests)
   --enable-fdt=system           # Debian's libfdt: the virt board needs it
+  --enable-plugins              # -plugin: scripts/profile.sh NATIVE=1 counts instructions per function
   --disable-docs
   --disable-debug-info
   --disable-werror              # a newer compiler's warning must not stop us
