@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include "executor.h"
 #include "stackful.h"
+#include "hart.h"
 
 #define KCO_STACK_PAGES 4          // 16 KiB per stackful kernel coroutine
 #define KCO_FULLSAVE 1             // flag: use the full-save switch instead of CACS
@@ -32,7 +33,12 @@ int kco_wake(cid_t cid);                     // also safe from interrupt handler
 int kco_reprio(cid_t cid, uint32_t prio);
 // Change the running coroutine's own priority: it is running, not queued, so
 // this is one store (no executor lock); it takes effect when it is next queued.
-void kco_reprio_self(uint32_t prio);
+// Inline: the switcher does it on every trap.
+static inline void kco_reprio_self(uint32_t prio) {
+  struct co *c = this_hart()->cur;
+  if (c->prio != prio && prio < NPRIO_DEFAULT)
+    __atomic_store_n(&c->prio, (uint8_t)prio, __ATOMIC_RELAXED);
+}
 
 // Stackful coroutines only.
 void kco_yield(void);

@@ -118,11 +118,6 @@ int kco_wake(cid_t cid) {
 
 int kco_reprio(cid_t cid, uint32_t prio) { return exec_reprio(&kexec, cid, prio); }
 
-void kco_reprio_self(uint32_t prio) {
-  struct co *c = this_hart()->cur;
-  if (c->prio != prio && prio < NPRIO_DEFAULT)
-    __atomic_store_n(&c->prio, (uint8_t)prio, __ATOMIC_RELAXED);
-}
 
 struct stackful *stackful_self(void) {
   struct co *c = this_hart()->cur;

@@ -103,8 +103,7 @@ static enum run_end run_thread(struct thread *t) {
         break;
       case SC_BLOCKED:          // t belongs to its kernel coroutine now
         return RUN_BLOCKED;
-      case SC_YIELD:
-        my_prio = take_priority(p);
+      case SC_YIELD:            // (my_prio: published at this trap's entry, above)
         if (others_waiting(my_prio))
           return RUN_PREEMPTED;
         break;
@@ -152,7 +151,10 @@ static void switcher_main(void *arg) {
     if (run_thread(t) == RUN_PREEMPTED) {
       uvm_activate(0);
       thread_make_runnable(t);
-      kco_yield();
+      // Kernel work of equal or better priority goes first (round robin among
+      // equals); without any, yielding would only come straight back here.
+      if (exec_best_prio(&kexec) <= this_hart()->cur->prio)
+        kco_yield();
     }
     kco_reprio_self(SWITCHER_PRIO);
   }
