@@ -9,7 +9,7 @@
 // does not hold it, unbalanced masking); their reports live out of line so the
 // common path stays short (no stack frame).
 static __attribute__((noinline, cold, noreturn)) void misuse(const char *what, struct spinlock *lk) {
-  kpanic("spinlock %s: %s", lk ? lk->name : "-", what);
+  kpanic("spinlock %s: %s", lk && lk->name ? lk->name : "-", what);
 }
 
 static void push_off(struct hart *h) {

@@ -64,4 +64,6 @@ long sys_shutdown(struct thread *t, struct sysargs *sa, int may_block);
 // call of thread t, which the caller has already marked T_BLOCKED. Takes over
 // what sa holds. 0, or -ENOMEM / -EINTR (then sa is still the caller's).
 int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio);
+// Give every cached worker record back to kmalloc (before memory is counted).
+void syswork_drain(void);
 #endif

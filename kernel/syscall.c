@@ -263,13 +263,16 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
   struct exec_stats es;
   switch (sa->a[0]) {
   case KSTAT_FREE_PAGES:
+    syswork_drain();             // caches first: what they hold is not in use
     kmalloc_reclaim();
     palloc_get_stats(&ps);
     return (long)ps.free_pages;
   case KSTAT_KMALLOC_BYTES:
+    syswork_drain();
     kmalloc_get_stats(&ks);
     return (long)ks.live_bytes;
   case KSTAT_KMALLOC_OBJECTS:
+    syswork_drain();
     kmalloc_get_stats(&ks);
     return (long)ks.live_objects;
   case KSTAT_LIVE_COROUTINES:
