@@ -25,6 +25,7 @@ struct hart {
   struct spinlock timer_lock;
   struct timer_entry *timers;   // min-heap by deadline
   uint32_t ntimers, timer_cap;
+  uint64_t timers_dropped;      // stale entries dropped before the heap would grow
   uint64_t next_tick;
   // counters shown by the console's `stats` and read by tests
   uint64_t ticks, irq_timer, irq_soft, irq_ext, idle_wfi, dispatches;

@@ -86,21 +86,43 @@ static void sift_down(struct timer_entry *t, uint32_t n, uint32_t i) {
   }
 }
 
+// Entries are never cancelled: one whose coroutine has ended (its cid is
+// stale: the process was killed in a long sleep, say) only yields a wake the
+// executor rejects when its deadline comes. So that such entries cannot pile
+// up until then, a full heap first drops them (an executor lookup each, under
+// timer_lock then the executor's lock, the order timer_interrupt uses too),
+// and grows only if it is still at least half full: the heap holds at most
+// twice the live timers (or its first 16 slots). O(n), at most once per n/2
+// adds.
+static void drop_stale(struct hart *h) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < h->ntimers; i++)
+    if (exec_lookup(&kexec, h->timers[i].cid))
+      h->timers[n++] = h->timers[i];
+  h->timers_dropped += h->ntimers - n;
+  h->ntimers = n;
+  for (uint32_t i = n / 2; i-- > 0;)
+    sift_down(h->timers, n, i);
+}
+
 int timer_add(uint64_t when, cid_t cid) {
   struct hart *h = this_hart();
   spin_lock(&h->timer_lock);
   if (h->ntimers == h->timer_cap) {
-    uint32_t cap = h->timer_cap ? h->timer_cap * 2 : TIMER_HEAP_INITIAL;
-    struct timer_entry *t = kmalloc(cap * sizeof(*t));
-    if (!t) {
-      spin_unlock(&h->timer_lock);
-      return -1;
+    drop_stale(h);
+    if (h->ntimers >= h->timer_cap / 2) {   // still at least half full (or no heap yet): grow
+      uint32_t cap = h->timer_cap ? h->timer_cap * 2 : TIMER_HEAP_INITIAL;
+      struct timer_entry *t = kmalloc(cap * sizeof(*t));
+      if (!t) {
+        spin_unlock(&h->timer_lock);
+        return -1;
+      }
+      for (uint32_t i = 0; i < h->ntimers; i++)
+        t[i] = h->timers[i];
+      kfree(h->timers);
+      h->timers = t;
+      h->timer_cap = cap;
     }
-    for (uint32_t i = 0; i < h->ntimers; i++)
-      t[i] = h->timers[i];
-    kfree(h->timers);
-    h->timers = t;
-    h->timer_cap = cap;
   }
   h->timers[h->ntimers] = (struct timer_entry){ when, cid };
   sift_up(h->timers, h->ntimers++);

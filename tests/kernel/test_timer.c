@@ -66,3 +66,36 @@ KTEST(ticks_advance_on_every_hart) {
   for (uint32_t i = 0; i < nharts_online; i++)
     KCHECK(harts[i].ticks > before[i]);
 }
+
+// Timer entries are never cancelled; those of coroutines that have ended are
+// dropped when the heap is full, before it would grow (kernel/timer.c). A
+// million coroutines each arm a timer an hour ahead and end at once: every
+// entry is stale, and no heap may grow past a few hundred slots.
+static volatile uint32_t stale_armed;
+static int arm_and_end(void *arg) {
+  (void)arg;
+  timer_add(rdtime() + 3600 * board.timebase_hz, kco_current());
+  __atomic_fetch_add(&stale_armed, 1, __ATOMIC_SEQ_CST);
+  return CO_DONE;
+}
+
+KTEST(timer_stale_entries_do_not_pile_up) {
+  enum { TOTAL = 1000000, BATCH = 10000 };
+  uint64_t dropped0 = 0;
+  for (uint32_t i = 0; i < nharts_online; i++)
+    dropped0 += harts[i].timers_dropped;
+  stale_armed = 0;
+  for (uint32_t b = 1; b <= TOTAL / BATCH; b++) {
+    for (int j = 0; j < BATCH; j++)
+      KREQUIRE(kco_spawn(arm_and_end, 0, 3) > 0);
+    KREQUIRE(ktest_wait_count(&stale_armed, b * BATCH, KTEST_PATIENCE_MS));
+  }
+  uint64_t dropped = 0;
+  uint32_t cap = 0;
+  for (uint32_t i = 0; i < nharts_online; i++) {
+    dropped += harts[i].timers_dropped;
+    cap = harts[i].timer_cap > cap ? harts[i].timer_cap : cap;
+  }
+  KCHECK(dropped - dropped0 >= TOTAL - 512 * nharts_online);   // all but what is still there
+  KCHECK(cap <= 512);
+}
