@@ -86,7 +86,8 @@
 #define KSTAT_UINTR_POST_INSTRET 13  // the posting hart's instret at the caller's last user interrupt post (benchmarks)
 #define KSTAT_UINTR_NATIVE 14    // 1 if user interrupts are native (the N extension), 0 if emulated
 #define KSTAT_UINTR_POST_COST 15 // instructions the last post to the calling thread took on the posting hart (benchmarks)
-#define KSTAT_COUNT 16           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_POLLER_ATTEMPTS 16 // KMODE_POLLER: calls the caller's polling kernel thread has tried (0 if none)
+#define KSTAT_COUNT 17           // selectors are 1 .. KSTAT_COUNT - 1
 
 // ---- errors (returned negated) ----
 #define EPERM 1

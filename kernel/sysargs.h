@@ -66,4 +66,6 @@ long sys_shutdown(struct thread *t, struct sysargs *sa, int may_block);
 int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio);
 // Give every cached worker record back to kmalloc (before memory is counted).
 void syswork_drain(void);
+// How many call attempts p's polling kernel thread has made (KMODE_POLLER).
+uint64_t syswork_poller_attempts(struct proc *p);
 #endif

@@ -280,6 +280,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return es.live;
   case KSTAT_NPROCS:
     return proc_count();
+  case KSTAT_POLLER_ATTEMPTS:
+    return (long)syswork_poller_attempts(p);
   case KSTAT_UINTR_NATIVE:
     return uintr_is_native();
   case KSTAT_UINTR_POST_COST:

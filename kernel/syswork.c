@@ -11,9 +11,9 @@
 //                    repeats the call with may_block = 1 and blocks inside it,
 //                    on its own 16 KiB stack, as a kernel thread does.
 //   KMODE_POLLER     (KTUC) async calls go to one kernel thread per process,
-//                    which keeps a list of them and, each time it is woken,
-//                    polls every one; synchronous calls are served as in
-//                    KMODE_THREAD.
+//                    which holds them and, each time it is woken, tries the
+//                    ones that may have progressed; synchronous calls are
+//                    served as in KMODE_THREAD.
 //
 // A call that cannot say what it waits for (the console, wait, uwait,
 // thread_join) always gets a stackful coroutine; pipes and sockets name their
@@ -29,6 +29,7 @@
 #include "timer.h"
 #include "waitq.h"
 #include "hart.h"
+#include "riscv.h"
 
 struct worker {
   struct async_worker link;  // async, own coroutine: on p->async_workers while it runs
@@ -41,7 +42,15 @@ struct worker {
   struct waiter waiter;      // on `registered`
   struct waitq *registered;
   uint64_t timer_set;        // the deadline a timer has been armed for
-  struct worker *next;       // on the poller's lists
+  struct worker *next;       // on the poller's incoming list, then its calls
+  // KMODE_POLLER
+  struct poller *pl;
+  struct worker **pprev;     // on pl->calls (O(1) removal)
+  struct worker *timed_next; // on pl->timed: calls with a deadline
+  struct worker *woken_next; // on pl->woken, pushed by notify_poller (lock-free:
+  int woken;                 //   a wake may come from an interrupt); 1: on it
+  int over;                  // finished while on the woken stack, with result:
+  long result;
 };
 
 // The polling kernel thread of a KMODE_POLLER process.
@@ -50,7 +59,11 @@ struct poller {
   struct proc *p;
   cid_t cid;
   struct worker *incoming;   // new calls, guarded by p->lock
-  struct worker *calls;      // the calls it polls; its own
+  struct worker *calls;      // the calls it holds; its own
+  struct worker *timed;      // of those, the ones with a deadline (sleeps)
+  struct worker *woken;      // calls whose event fired since the last pass (a stack)
+  uint32_t nprio[NPRIO_DEFAULT];   // calls held at each priority
+  uint64_t attempts;         // calls tried (KSTAT_POLLER_ATTEMPTS)
 };
 
 // ---- worker records: a small per-hart cache in front of kmalloc ----
@@ -182,46 +195,138 @@ static void stackful_main(void *arg) {
 }
 
 // ---- KMODE_POLLER: one polling kernel thread per process ----
+// The poller holds every async call of its process. A pass tries only the
+// calls that may have progressed: new ones, those whose wait queue fired (each
+// call's waiter notifies the poller with a pointer to itself, notify_poller,
+// instead of just waking it), and sleeps whose deadline has passed. So a wake
+// costs O(calls that may have progressed), not O(calls held). (It once tried
+// every call on every wake.) When the process is killed, every call is tried
+// once more: each ends with -EINTR.
+
+static void hold(struct poller *pl, struct worker *w) {
+  w->next = pl->calls;
+  if (pl->calls)
+    pl->calls->pprev = &w->next;
+  w->pprev = &pl->calls;
+  pl->calls = w;
+  pl->nprio[w->prio]++;
+  if (w->sa.deadline) {
+    w->timed_next = pl->timed;
+    pl->timed = w;
+  }
+}
+
+static void release(struct poller *pl, struct worker *w) {
+  *w->pprev = w->next;
+  if (w->next)
+    w->next->pprev = w->pprev;
+  pl->nprio[w->prio]--;
+  for (struct worker **pp = &pl->timed; *pp; pp = &(*pp)->timed_next)
+    if (*pp == w) {              // (sleeps only: a short list)
+      *pp = w->timed_next;
+      break;
+    }
+}
+
+static void notify_poller(struct waiter *wt) {
+  struct worker *w = (struct worker *)(void *)((char *)wt - offsetof(struct worker, waiter));
+  struct poller *pl = w->pl;
+  if (__atomic_exchange_n(&w->woken, 1, __ATOMIC_ACQ_REL))
+    return;                      // already on the woken stack
+  struct worker *head = __atomic_load_n(&pl->woken, __ATOMIC_RELAXED);
+  do
+    w->woken_next = head;
+  while (!__atomic_compare_exchange_n(&pl->woken, &head, w, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+  kco_wake(pl->cid);
+}
+
+// Try call w once; finish it if it is over. A finished call may still be on
+// the woken stack (notified just before it stopped listening): then it is
+// finished when the stack hands it back, so no pointer to it outlives it.
+static void poll_one(struct poller *pl, struct worker *w) {
+  if (w->over)
+    return;
+  pl->attempts++;
+  long r = attempt(w, pl->cid);
+  if (r == WOULD_BLOCK)
+    return;
+  unregister(w);                 // no notification after this
+  if (__atomic_exchange_n(&w->woken, 1, __ATOMIC_ACQ_REL)) {
+    w->over = 1;                 // on the stack: finished when it comes off
+    w->result = r;
+    return;
+  }
+  release(pl, w);
+  finish(w, r);
+}
+
 static void poller_main(void *arg) {
   struct poller *pl = arg;
   struct proc *p = pl->p;
   proc_async_register(p, &pl->link, kco_current());
   for (;;) {
     spin_lock(&p->lock);
-    while (pl->incoming) {       // adopt new calls
-      struct worker *w = pl->incoming;
-      pl->incoming = w->next;
-      w->next = pl->calls;
-      pl->calls = w;
-    }
-    int done = p->killed && !pl->calls;
+    struct worker *fresh = pl->incoming;
+    pl->incoming = 0;
+    int done = p->killed && !pl->calls && !fresh && !__atomic_load_n(&pl->woken, __ATOMIC_ACQUIRE);
     if (done)
       p->poller = 0;             // later calls get -EINTR (p->killed)
     spin_unlock(&p->lock);
     if (done)
       break;
-    // Poll every waiting call once. A call's event that fires during the pass
-    // wakes this thread, and the executor remembers that wake, so the block
-    // below returns at once and the pass repeats.
-    uint32_t best = NPRIO_DEFAULT - 1;
-    for (struct worker **pp = &pl->calls; *pp;) {
-      struct worker *w = *pp;
-      long r = attempt(w, kco_current());
-      if (r == WOULD_BLOCK) {
-        best = w->prio < best ? w->prio : best;
-        pp = &w->next;
-      } else {
-        *pp = w->next;
-        finish(w, r);
-      }
+    while (fresh) {              // new calls: adopt, and try once
+      struct worker *w = fresh;
+      fresh = w->next;
+      w->pl = pl;
+      w->waiter.notify = notify_poller;
+      hold(pl, w);
+      poll_one(pl, w);
     }
-    kco_reprio_self(best);   // as urgent as the most urgent call it holds
+    // Calls whose event fired. A wake during the pass pushes again and wakes
+    // this thread (the executor remembers it), so the block below returns.
+    struct worker *woken = __atomic_exchange_n(&pl->woken, 0, __ATOMIC_ACQUIRE);
+    while (woken) {
+      struct worker *w = woken;
+      woken = w->woken_next;
+      if (w->over) {
+        release(pl, w);
+        finish(w, w->result);
+        continue;
+      }
+      __atomic_store_n(&w->woken, 0, __ATOMIC_RELEASE);
+      poll_one(pl, w);
+    }
+    uint64_t now = rdtime();
+    for (struct worker *w = pl->timed, *next; w; w = next) {
+      next = w->timed_next;      // (poll_one may release w)
+      if (w->sa.deadline <= now)
+        poll_one(pl, w);
+    }
+    if (p->killed)
+      for (struct worker *w = pl->calls, *next; w; w = next) {
+        next = w->next;
+        poll_one(pl, w);
+      }
+    uint32_t best = NPRIO_DEFAULT - 1;
+    for (uint32_t i = 0; i < NPRIO_DEFAULT; i++)
+      if (pl->nprio[i]) {
+        best = i;
+        break;
+      }
+    kco_reprio_self(best);       // as urgent as the most urgent call it holds
     if (!p->killed)
       kco_block();
   }
   proc_async_unregister(p, &pl->link);
   kfree(pl);
   proc_async_done(p);            // last: exit may free the process after this
+}
+
+uint64_t syswork_poller_attempts(struct proc *p) {
+  spin_lock(&p->lock);
+  uint64_t n = p->poller ? p->poller->attempts : 0;
+  spin_unlock(&p->lock);
+  return n;
 }
 
 static int poller_submit(struct worker *w) {

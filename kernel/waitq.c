@@ -66,8 +66,12 @@ int waitq_wake_one(struct waitq *q) {
   struct waiter *w = q->head;
   if (w) {
     cid_t cid = w->cid;
+    void (*notify)(struct waiter *) = w->notify;
     unlink(q, w);        // after this the waiter belongs to its coroutine again
-    kco_wake(cid);
+    if (notify)
+      notify(w);
+    else
+      kco_wake(cid);
   }
   spin_unlock(&q->lock);
   return w != 0;

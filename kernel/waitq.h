@@ -13,6 +13,10 @@ struct waiter {
   struct waiter *next, *prev;
   cid_t cid;
   int linked;
+  // If set, a wake calls this (after unlinking, with the queue's lock held,
+  // possibly from an interrupt) instead of waking cid: a coroutine that waits
+  // on many queues at once learns which one fired (syswork.c's poller).
+  void (*notify)(struct waiter *w);
 };
 
 struct waitq {
