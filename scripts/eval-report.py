@@ -544,7 +544,10 @@ def table3_section(mem, machine, out):
         "refuses one, each accepted connection gets one request and its answer, and while all "
         "are held open the kernel's counters are read through QEMU's gdb stub "
         "(scripts/eval-kmem.gdb): palloc's free pages, kmalloc's slab and large pages, and "
-        "matrixd's brk. matrixd runs with `-n 15`: its parser sized for the test's 15×15 "
+        "matrixd's brk. (The console monitor's `stats` prints the same kernel counters, but it "
+        "cannot run beside a `user=` boot (kernel/job.c); the `kstat` system call has them too, "
+        "but matrixd prints them only at its baseline and when idle; and no counter gives one "
+        "process's pages, so its heap is read from its struct proc.) matrixd runs with `-n 15`: its parser sized for the test's 15×15 "
         "requests instead of its default 32×32 (which costs about 15 KiB more per connection). "
         "Where matrixd accepts more connections than it can serve, the largest count whose "
         "connections all get their answer is found by bisection, a fresh boot per try, and the "
@@ -801,13 +804,16 @@ def cmd_report(a):
     out.append("Produced by `make eval` (scripts/eval.sh%s) on %s, in %s: QEMU %s, machine virt, "
                "TCG, no `-icount` (wall-clock time), 256 MiB unless said otherwise, virtio-net on "
                "QEMU's user network, the host client on the same machine (`build/host/mclient`). "
-               "Host: %s, %s cores, %s. Commit %s. Raw data: `build/eval/` (results.csv, cdf.csv, "
+               "Host: %s, %s cores, %s; load average (1, 5, 15 min) %s at the start and %s at "
+               "the end of the run (the host also ran other work: QEMU's harts did not have its "
+               "cores to themselves). Commit %s. Raw data: `build/eval/` (results.csv, cdf.csv, "
                "table3.csv, every mclient JSON)."
                % (", QUICK=1: fewer points, %s s each" % machine.get("duration_s", "?")
                   if str(a.quick) == "1" else "", machine.get("date", "?"),
                   "%dm%02ds" % divmod(int(machine.get("elapsed_s", 0) or 0), 60),
                   machine.get("qemu", "?"), machine.get("cpu", "?"), machine.get("host_cores", "?"),
-                  machine.get("kernel", "?"), machine.get("commit", "?")))
+                  machine.get("kernel", "?"), machine.get("load_start", "?"),
+                  machine.get("load_end", "?"), machine.get("commit", "?")))
     out.append("")
     out.append("**How to read it.** The paper ran on a 4-core Rocket at 100 MHz on an FPGA; Coral "
                "runs here on QEMU, whose harts are host threads. `-smp 1` and `-smp 2` are the "

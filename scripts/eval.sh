@@ -84,6 +84,7 @@ python3 "$REPORT" mem-header > "$OUT/table3.csv"
   echo "host_cores=$(nproc)"
   echo "kernel=$(uname -sr)"
   echo "commit=$(git rev-parse --short HEAD 2> /dev/null)"
+  echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "quick=$QUICK"
   echo "duration_s=$DURATION"
   echo "budget_mem=$BUDGET_MEM"
@@ -247,6 +248,7 @@ done
 
 e=$(($(date +%s) - START))
 echo "elapsed_s=$e" >> "$OUT/machine.txt"
+echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
 status=0
 report || status=1
 left=$(leftover_processes)
