@@ -27,7 +27,7 @@ import sys
 
 RESULT_FIELDS = ["exp", "smp", "model", "conns", "interval_ms", "prio", "offered_rps",
                  "connected", "refused", "sent", "answered", "wrong", "errors", "late",
-                 "rps", "p50_us", "p90_us", "p99_us", "max_us", "mean_us", "note"]
+                 "rps", "p50_us", "p90_us", "p99_us", "max_us", "mean_us", "note", "complaint"]
 CDF_FIELDS = ["smp", "interval_ms", "prio", "latency_us", "fraction"]
 MEM_FIELDS = ["model", "limit", "total_pages", "thread_struct_bytes",
               # opening until refused: how many were accepted, and how they fared
@@ -69,6 +69,19 @@ def load_json(path):
 # ---------------------------------------------------------------------------
 # Collecting, while eval.sh runs
 
+def first_complaint(path):
+    """mclient's first complaint about a connection ("mclient: connection 5:
+    no answer within 10 s" gives "no answer within 10 s"), or ''."""
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("mclient: connection ") and ": " in line[20:]:
+                    return line[20:].split(": ", 1)[1].strip()
+    except (OSError, TypeError):
+        pass
+    return ""
+
+
 def cmd_row(a):
     j = load_json(a.json)
     offered = a.conns * 1000.0 / a.interval if a.interval > 0 else ""
@@ -79,6 +92,8 @@ def cmd_row(a):
         write_csv_rows(RESULT_FIELDS, [base])
         return
     counts = {k: j.get(k, "") for k in ("connected", "refused", "sent", "wrong", "errors", "late")}
+    if j.get("errors"):
+        base["complaint"] = first_complaint(a.client_out)
 
     def stats(s):
         return {k: s.get(k, "") for k in ("answered", "rps", "p50_us", "p90_us", "p99_us",
@@ -210,7 +225,8 @@ def why(r):
         reasons.append("refused %d%s" % (refused, " (matrixd's limit: %d connections)" % limit
                                          if conn == limit else ""))
     if int(num(r["errors"]) or 0):
-        reasons.append("errors %s" % r["errors"])
+        reasons.append("errors %s%s" % (r["errors"], " (e.g. %s)" % r["complaint"]
+                                         if r.get("complaint") else ""))
     if int(num(r["wrong"]) or 0):
         reasons.append("wrong %s" % r["wrong"])
     off, rps = num(r["offered_rps"]), num(r["rps"])
@@ -856,6 +872,7 @@ def main():
     p.add_argument("--conns", type=int, required=True)
     p.add_argument("--interval", type=int, required=True)
     p.add_argument("--json", required=True)
+    p.add_argument("--client-out", help="mclient's output: its first complaint says why")
     p.add_argument("--note", default="")
     p = sub.add_parser("cdf")
     p.add_argument("--smp", type=int, required=True)

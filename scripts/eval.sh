@@ -130,7 +130,7 @@ point() {
     local idle_before
     idle_before=$(idle_lines "$BOOT_LOG")
     timeout $((DURATION + 120)) "$MCLIENT" -p "$PORT" -c "$conns" -i "$ms" -d "$DURATION" -n $SIZE \
-      --allow-refused --quiet --json "$OUT/$name.json" "$@" > "$OUT/$name.out" 2>&1
+      --allow-refused --json "$OUT/$name.json" "$@" > "$OUT/$name.out" 2>&1
     local rc=$?
     [ $rc -le 1 ] || note="mclient exit $rc"
     if ! kill -0 "$QPID" 2> /dev/null; then
@@ -145,7 +145,8 @@ point() {
     fi
   fi
   python3 "$REPORT" row --exp "$exp" --smp "$smp" --model "$model" --conns "$conns" \
-    --interval "$ms" --json "$OUT/$name.json" --note "$note" >> "$OUT/results.csv"
+    --interval "$ms" --json "$OUT/$name.json" --client-out "$OUT/$name.out" --note "$note" \
+    >> "$OUT/results.csv"
   if [ -n "$note" ] && [ -n "$QPID" ]; then
     halt_qemu
     cp "$BOOT_LOG" "$OUT/$name.qemu.log.txt"
