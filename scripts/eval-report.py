@@ -838,7 +838,7 @@ def cmd_report(a):
                "cores to themselves). Commit %s. Raw data: `build/eval/` (results.csv, cdf.csv, "
                "table3.csv, every mclient JSON)."
                % (", QUICK=1: fewer points, %s s each" % machine.get("duration_s", "?")
-                  if str(a.quick) == "1" else "", machine.get("date", "?"),
+                  if str(machine.get("quick", a.quick)) == "1" else "", machine.get("date", "?"),
                   "%dm%02ds" % divmod(int(machine.get("elapsed_s", 0) or 0), 60),
                   machine.get("qemu", "?"), machine.get("cpu", "?"), machine.get("host_cores", "?"),
                   machine.get("kernel", "?"), machine.get("load_start", "?"),

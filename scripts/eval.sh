@@ -13,11 +13,13 @@
 #   fig7   KCUC, 64 connections in 4 priorities, every 50 ms and closed loop;
 #          every request's latency is kept (mclient --csv) for the CDF
 #   table3 the paper's memory budget (8 + 26 + 2 MiB = a 36 MiB page pool, QEMU
-#          -m 59M; docs/results/eval.md explains the mapping): connections are
-#          opened until matrixd refuses (mclient --until-refused), each
-#          accepted one gets one answer (--requests 1) and is held open while
-#          the kernel's memory counters are read through QEMU's gdb stub
-#          (scripts/eval-kmem.gdb)
+#          -m 59M; docs/results/eval.md explains the mapping), one hart,
+#          matrixd -n 15: connections are opened until matrixd refuses
+#          (mclient --until-refused), each accepted one gets one request
+#          (--requests 1) and is held open while the kernel's memory counters
+#          are read through QEMU's gdb stub (scripts/eval-kmem.gdb); if not
+#          all got their answer, the largest count that does is bisected,
+#          a fresh boot per try
 #
 # Raw data (mclient JSON/CSV, QEMU logs, results.csv, cdf.csv, table3.csv) go
 # to build/eval/; scripts/eval-report.py turns them into docs/results/eval.md
