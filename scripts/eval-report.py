@@ -663,6 +663,16 @@ def table3_section(mem, machine, out):
     if parts:
         out.append("If matrixd's own limits were lifted, memory alone would allow (computed from "
                    "the measured cost, not measured): " + "; ".join(parts) + ".\n")
+    r = pick(mem, model="kcuc")
+    if "kcuc" in got and num(r["hold_user_heap"]) is not None:
+        uheap = (num(r["hold_user_heap"]) - (num(r["base_user_heap"]) or 0)) / got["kcuc"][0]
+        if uheap > 0:
+            out.append("Why one pool and not the paper's three parts: with its split taken "
+                       "literally, a 2 MiB user heap would hold only about %d KCUC connections on "
+                       "Coral (%.1f KiB of user heap each), because Coral's user coroutines and "
+                       "threads keep their stacks in the user heap (the paper's note under Table "
+                       "3: its thread stacks come out of the kernel frames).\n"
+                       % (2 * 1048576 // uheap, uheap / 1024))
     if "kcuc" in got and "ktut" in got:
         (c_n, c_used, c_left, _), (t_n, t_used, t_left, t_acc) = got["kcuc"], got["ktut"]
         t_fit = int(t_n + t_left / t_used) if t_used > 0 else t_n
