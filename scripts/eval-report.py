@@ -300,7 +300,9 @@ def fig5_section(rows, out):
                "model: achieved req/s (and why, where the point is not held: refused, errors, "
                "wrong answers, or late, i.e. below 95% of the offered load because the server "
                "cannot keep up), and the latency from sending a request to the first byte of its "
-               "answer, p50 and p99 in ms. ![Figure 5](eval-fig5.png)\n")
+               "answer, p50 and p99 in ms (at a few connections a run has only a hundred "
+               "requests or so, and one hiccup of the shared host sets its p99). "
+               "![Figure 5](eval-fig5.png)\n")
     for smp in smps_of(f5):
         out.append("### %d hart%s\n" % (smp, "" if smp == 1 else "s"))
         head = "| conns | offered req/s |" + "".join(
