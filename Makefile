@@ -4,7 +4,7 @@
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
-#                     (about 25 minutes; QUICK=1: a few minutes, fewer points)
+#                     (about 15 minutes; QUICK=1: about 5, fewer points)
 #   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0); with our
 #                     QEMU built (make qemu-n, or NATIVE=1) also on native N
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)

@@ -25,8 +25,8 @@
 # to build/eval/; scripts/eval-report.py turns them into docs/results/eval.md
 # and the PNGs beside it (gnuplot). Progress goes to stderr.
 #
-#   scripts/eval.sh               the full run (about 25 minutes)
-#   QUICK=1 scripts/eval.sh       fewer points, 2 s each (a few minutes)
+#   scripts/eval.sh               the full run (about 15 minutes)
+#   QUICK=1 scripts/eval.sh       fewer points, 2 s each (about 5 minutes)
 #   scripts/eval.sh --report      only rebuild eval.md and the PNGs from build/eval/
 #   (env: BUILD, QEMU, OUT, DOC, SMPS, MODELS)
 set -uo pipefail
