@@ -3,6 +3,8 @@
 #   make qemu         boot the kernel on QEMU virt (SMP=, MEM=, ARGS= to change)
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
+#   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
+#                     (about 15 minutes; QUICK=1: about 5, fewer points)
 #   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0); with our
 #                     QEMU built (make qemu-n, or NATIVE=1) also on native N
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
@@ -83,7 +85,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-micro clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-micro eval clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -155,6 +157,10 @@ bench-micro: $(KERNEL) $(QEMU_DEP)
 
 bench: $(KERNEL) client
 	@bash scripts/bench-net.sh
+
+QUICK ?= 0
+eval: $(KERNEL) client
+	@QUICK=$(QUICK) bash scripts/eval.sh
 
 clean:
 	rm -rf $(BUILD)

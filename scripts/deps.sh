@@ -5,6 +5,7 @@
 #   scripts/deps.sh            toolchain, emulator, firmware (what build/test need)
 #   scripts/deps.sh --all      also what later parts need (verilator, plotting, ...)
 #   scripts/deps.sh --hw       only the RTL tools of hw/ (verilator, yosys)
+#   scripts/deps.sh --eval     only what `make eval` adds: gnuplot for its plots
 #   scripts/deps.sh --lwip DIR lwIP 2.1.3 from Debian's source package, unpacked
 #                              into DIR/lwip-2.1.3 (an ignored build folder)
 #   scripts/deps.sh --deb-src PKG VER  make sure apt can fetch source package
@@ -115,14 +116,20 @@ sim_pkgs=(
   libevent-dev libjson-c-dev   # ... its simulated peripherals (serial over the terminal)
   meson ninja-build python3-venv
 )
+eval_pkgs=(
+  gnuplot-nox                  # make eval: the PNG figures of docs/results/eval.md
+  gdb-multiarch                # make eval: reads the kernel's memory counters (Table 3)
+)
 extra_pkgs=(
   "${hw_pkgs[@]}"
+  "${eval_pkgs[@]}"
   python3-matplotlib           # plots of benchmark results
 )
 
 pkgs=("${core_pkgs[@]}")
 [ "${1:-}" = "--all" ] && pkgs+=("${extra_pkgs[@]}")
 [ "${1:-}" = "--hw" ] && pkgs=("${hw_pkgs[@]}")
+[ "${1:-}" = "--eval" ] && pkgs=("${eval_pkgs[@]}")
 [ "${1:-}" = "--sim" ] && pkgs=("${sim_pkgs[@]}")
 
 missing=()

@@ -1,5 +1,5 @@
 # Shared by the scripts that boot Coral under QEMU (test.sh, nettest.sh,
-# bench-net.sh): the board's command line, in one place, and starting matrixd
+# bench-net.sh, eval.sh): the board's command line, in one place, and starting matrixd
 # behind a host port. Sourced, not run. The Makefile's QEMUOPTS is the same board.
 BUILD=${BUILD:-build}
 QEMU=${QEMU:-qemu-system-riscv64}
@@ -85,15 +85,16 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# boot_matrixd LOG SMP ARGS: boot in the background with a free host port
-# (PORT) forwarded to guest port 80, QEMU's pid in QPID. Returns 0 once
-# matrixd has printed its baseline line (it listens then), 1 if it never does.
+# boot_matrixd LOG SMP ARGS [MEM]: boot in the background (MEM: 256M unless
+# given) with a free host port (PORT) forwarded to guest port 80, QEMU's pid
+# in QPID. Returns 0 once matrixd has printed its baseline line (it listens
+# then), 1 if it never does.
 QPID=
 PORT=
 boot_matrixd() {
   local log=$1
   PORT=$(free_port)
-  qemu_cmd "$2" 256M "$3" "$PORT"
+  qemu_cmd "$2" "${4:-256M}" "$3" "$PORT"
   # Empty the log first: the loop below must not find a previous run's lines
   # before the background QEMU has opened (and truncated) the file.
   : > "$log"

@@ -2,7 +2,9 @@
 # Coral's whole test suite, as run by `make test` (and by CI through .ci/run):
 #   1. host unit tests (native gcc, ASan + UBSan): executor, allocators, DTB parser,
 #      ELF and initrd readers, matrix protocol, the N-extension model; the host
-#      client against a host server; hw/ (RTL lint, differential test against
+#      client against a host server; make eval's report generator and the
+#      trace converter on fixtures;
+#      hw/ (RTL lint, differential test against
 #      kernel/nmodel.c, planted bugs: scripts/hw-test.sh)
 #   2. kernel tests inside QEMU on 1 and 4 harts (tests/kernel/, bootargs test=all)
 #   3. boot matrix: 1..8 harts, 128 MiB..2 GiB; the banner must report them;
@@ -68,13 +70,22 @@ grep -q "^PASS client/build" "$LOGS/client.log" || fail "client/run" "no result 
 part_done host
 
 # ---- 1c. the repository: links, paths named in comments and docs, README's
-#      Layout, no paths outside the tree; and proof that each check can fail ----
+#      Layout, no paths outside the tree; and proof that each check can fail;
+#      then make eval's report generator and the trace converter ----
 bash scripts/check-repo.sh > "$LOGS/repo.log" 2>&1
 tally "" "$LOGS/repo.log" "PASS " "FAIL "
 grep -q "^\(PASS\|FAIL\) repo/links" "$LOGS/repo.log" || fail "repo/check" "no result (see $LOGS/repo.log)"
 bash tests/repo/test-check-repo.sh > "$LOGS/repo-selftest.log" 2>&1
 tally "" "$LOGS/repo-selftest.log" "PASS " "FAIL "
 grep -q "^PASS repo/check-repo-clean-tree-passes" "$LOGS/repo-selftest.log" || fail "repo/check-repo-selftest" "no result (see $LOGS/repo-selftest.log)"
+# make eval's report generator on a fixed fixture (no QEMU)
+BUILD=$BUILD bash tests/eval/test-eval-report.sh > "$LOGS/eval-report.log" 2>&1
+tally "" "$LOGS/eval-report.log" "PASS " "FAIL "
+grep -q "^PASS eval/report" "$LOGS/eval-report.log" || fail "eval/run" "no result (see $LOGS/eval-report.log)"
+# the scheduler timeline's host converter on fixed traces (no QEMU)
+BUILD=$BUILD bash tests/trace/test-trace.sh > "$LOGS/trace.log" 2>&1
+tally "" "$LOGS/trace.log" "PASS " "FAIL "
+grep -q "^PASS trace/convert" "$LOGS/trace.log" || fail "trace/run" "no result (see $LOGS/trace.log)"
 
 # ---- 1d. hw/: RTL lint, the differential test against kernel/nmodel.c, planted bugs ----
 BUILD=$BUILD bash scripts/hw-test.sh > "$LOGS/hw.log" 2>&1

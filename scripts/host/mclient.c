@@ -8,6 +8,7 @@
 //   mclient [-H host] [-p port] [-c conns] [-i interval_ms] [-d duration_s] [-n size]
 //           [--prio P | --prio-mod K] [--base] [--csv FILE] [--json FILE]
 //           [--allow-refused] [--quiet] [--seed S] [--ramp K]
+//           [--requests K] [--until-refused]
 //
 // One thread, one epoll set, non-blocking sockets: the client itself must not
 // add latency that depends on the number of connections.
@@ -25,7 +26,15 @@
 // first interval. A connection never has two requests outstanding: if the
 // answer comes after the next grid point, the next request goes out as soon
 // as it arrives (counted as "late") and the grid resumes after it, so a slow
-// server sees a lower rate instead of a growing pile.
+// server sees a lower rate instead of a growing pile. With -i 0 the grid has
+// no gaps: each connection sends its next request as soon as the answer to
+// the last one has arrived (a closed loop, the load of a saturation test).
+//
+// Memory tests (scripts/eval.sh) use two more options: --until-refused stops
+// opening connections at the first one refused, and --requests K lets each
+// connection send K requests and then hold it open, idle, until the run ends
+// (-d, or SIGINT); once all have their K answers, a line on stderr says so
+// ("mclient: holding ..."), so a script can look at the server meanwhile.
 //
 // Output: one summary line on stdout (scripts parse it; keep the format),
 // one line per priority when priorities are in use, progress on stderr once
@@ -70,13 +79,18 @@ static struct {
   int allow_refused, quiet;
   uint64_t seed;
   int ramp;                    // handshakes outstanding at once during setup
-} opt = {"127.0.0.1", "6201", 16, 100, 5, 15, -1, -1, 0, NULL, NULL, 0, 0, 1, 2};
+  int requests;                // requests per connection (0: no limit)
+  int until_refused;           // open no more connections after one is refused
+} opt = {"127.0.0.1", "6201", 16, 100, 5, 15, -1, -1, 0, NULL, NULL, 0, 0, 1, 2, 0, 0};
 
 static void usage(FILE *f) {
   fprintf(f,
     "usage: mclient [-H host=127.0.0.1] [-p port=6201] [-c conns=16] [-i interval_ms=100]\n"
     "               [-d duration_s=5] [-n size=15] [--prio P | --prio-mod K] [--base]\n"
     "               [--csv FILE] [--json FILE] [--allow-refused] [--quiet] [--seed S] [--ramp K]\n"
+    "               [--requests K] [--until-refused]\n"
+    "  -i 0           closed loop: each connection sends its next request as soon as the\n"
+    "                 answer to the last one has arrived\n"
     "  --prio P       every connection asks for priority P (handshake \"connect ok? prio=P\")\n"
     "  --prio-mod K   connection i asks for priority i mod K\n"
     "  --base         the paper's base protocol: no framing, no priority in the handshake\n"
@@ -89,7 +103,12 @@ static void usage(FILE *f) {
     "                 are counted as refused and do not fail the run\n"
     "  --ramp K       set connections up with at most K handshakes outstanding (default 2;\n"
     "                 QEMU's port forward has a listen backlog of 1); the measurement starts\n"
-    "                 when all are set up\n");
+    "                 when all are set up\n"
+    "  --requests K   each connection sends K requests, then stays open, idle, until the\n"
+    "                 run ends (-d or SIGINT); \"mclient: holding ...\" on stderr once\n"
+    "                 every connection has its K answers\n"
+    "  --until-refused  open no more connections once one is refused (the rest are\n"
+    "                 \"untried\" in the JSON); with --allow-refused: how many fit\n");
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out) {
@@ -103,13 +122,16 @@ static int parse_num(const char *s, double lo, double hi, double *out) {
 }
 
 static void parse_options(int argc, char **argv) {
-  enum { O_PRIO = 256, O_PRIO_MOD, O_BASE, O_CSV, O_JSON, O_ALLOW, O_QUIET, O_SEED, O_RAMP, O_HELP };
+  enum { O_PRIO = 256, O_PRIO_MOD, O_BASE, O_CSV, O_JSON, O_ALLOW, O_QUIET, O_SEED, O_RAMP,
+         O_REQUESTS, O_UNTIL_REFUSED, O_HELP };
   static const struct option longs[] = {
     {"prio", required_argument, NULL, O_PRIO},   {"prio-mod", required_argument, NULL, O_PRIO_MOD},
     {"base", no_argument, NULL, O_BASE},         {"csv", required_argument, NULL, O_CSV},
     {"json", required_argument, NULL, O_JSON},   {"allow-refused", no_argument, NULL, O_ALLOW},
     {"quiet", no_argument, NULL, O_QUIET},       {"seed", required_argument, NULL, O_SEED},
     {"ramp", required_argument, NULL, O_RAMP},   {"help", no_argument, NULL, O_HELP},
+    {"requests", required_argument, NULL, O_REQUESTS},
+    {"until-refused", no_argument, NULL, O_UNTIL_REFUSED},
     {NULL, 0, NULL, 0},
   };
   int c;
@@ -132,6 +154,8 @@ static void parse_options(int argc, char **argv) {
     case O_QUIET: opt.quiet = 1; break;
     case O_SEED: bad = parse_num(optarg, 0, 1e18, &v); opt.seed = (uint64_t)v; break;
     case O_RAMP: bad = parse_num(optarg, 1, 1000000, &v); opt.ramp = (int)v; break;
+    case O_REQUESTS: bad = parse_num(optarg, 1, 1e9, &v); opt.requests = (int)v; break;
+    case O_UNTIL_REFUSED: opt.until_refused = 1; break;
     case 'h': case O_HELP: usage(stdout); exit(0);
     default: usage(stderr); exit(2);
     }
@@ -198,6 +222,7 @@ struct conn {
   int64_t deadline;            // connect, handshake, answer or close deadline (0: none)
   int64_t off;                 // grid offset: requests go at t0 + off + k*interval
   int64_t slot;                // k of the last request sent
+  long nsent;                  // requests sent on it
   int64_t next_send;           // C_IDLE: when the next request goes out
   char *out;                   // bytes to send: out[out_off, out_len)
   size_t out_len, out_off, out_cap;
@@ -222,12 +247,15 @@ static volatile sig_atomic_t interrupted;
 
 static struct {
   long connected, refused, errors, sent, answered, wrong, late;
+  long untried;                // --until-refused: connections never opened
+  long held;                   // --requests: connections that have all their answers
   int64_t last_answer;
 } st;
 
 static int live;   // connections not C_DONE
 static int started, setting_up;   // connections started; of those, still connecting or in the handshake
 static int measuring;             // setup is over: t0 is set and requests go out
+static int stop_opening;          // --until-refused: one was refused
 
 static void *xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
@@ -268,10 +296,12 @@ static void fail(struct conn *c, const char *why) {
     finish(c);   // the run is over for it anyway
     return;
   }
-  if (c->st == C_CONNECTING || (early && opt.allow_refused))
+  if (c->st == C_CONNECTING || (early && opt.allow_refused)) {
     st.refused++;
-  else
+    stop_opening |= opt.until_refused;
+  } else {
     st.errors++;
+  }
   complain("connection %d: %s", c->idx, why);
   finish(c);
   if (early)
@@ -314,13 +344,16 @@ static void queue_out(struct conn *c, const char *s, size_t n) {
 static void start_connect(struct conn *c);
 
 // Setup (see the top): open more connections while fewer than opt.ramp are
-// being set up; when all are set up, start the measurement.
+// being set up; when all are set up, start the measurement. After a refusal
+// with --until-refused, the connections not yet started are never opened.
 static void ramp(void) {
-  while (started < opt.conns && setting_up < opt.ramp) {
+  while (!stop_opening && started < opt.conns && setting_up < opt.ramp) {
     setting_up++;
     start_connect(&conns[started++]);
   }
-  if (!measuring && started == opt.conns && setting_up == 0) {
+  if (!measuring && (stop_opening || started == opt.conns) && setting_up == 0) {
+    for (; started < opt.conns; started++, st.untried++)
+      finish(&conns[started]);
     measuring = 1;
     t0 = now_us();
     end_send = t0 + (int64_t)(opt.duration_s * 1e6);
@@ -411,6 +444,7 @@ static void send_request(struct conn *c) {
   c->cur = nrecords;
   records[nrecords++] = (struct req){c->idx, c->prio, sent_at - t0, -1, -1, 0};
   st.sent++;
+  c->nsent++;
   c->st = C_BUSY;
   c->got_first = 0;
   c->drain_error = 0;
@@ -441,6 +475,10 @@ static void answered(struct conn *c, int64_t t, int ok) {
     c->slot++;
   }
   c->next_send = next;
+  if (opt.requests && c->nsent >= opt.requests) {
+    c->next_send = INT64_MAX;   // it holds the connection until the end
+    st.held++;
+  }
 }
 
 static void begin_close(struct conn *c) {
@@ -857,6 +895,7 @@ int main(int argc, char **argv) {
   int progress = isatty(2) && !opt.quiet;
   int64_t next_progress = t0 + 1000000;
   long last_answered = 0;
+  int holding = 0;                     // "mclient: holding" has been said
   int maxev = opt.conns < 1024 ? opt.conns : 1024;
   struct epoll_event *evs = xmalloc(sizeof *evs * (size_t)maxev);
   while (live > 0) {
@@ -866,6 +905,12 @@ int main(int argc, char **argv) {
     int64_t next = run_timers(t);
     if (live == 0)
       break;
+    if (opt.requests && !holding && measuring && st.held >= live && t < end_send) {
+      holding = 1;
+      fprintf(stderr, "mclient: holding %d connections open (%d answers each)\n", live,
+              opt.requests);
+      fflush(stderr);
+    }
     if (progress && t >= next_progress) {
       fprintf(stderr, "mclient: %3.0fs connected=%ld refused=%ld sent=%ld answered=%ld wrong=%ld "
               "errors=%ld rps=%ld\n", (double)(t - t0) / 1e6, st.connected, st.refused, st.sent,
@@ -932,9 +977,10 @@ int main(int argc, char **argv) {
       status = status ? status : 2;
     } else {
       fprintf(f, "{\"conns\": %d, \"connected\": %ld, \"refused\": %ld, \"sent\": %ld, "
-              "\"wrong\": %ld, \"errors\": %ld, \"late\": %ld, \"n\": %d, \"interval_ms\": %g, "
-              "\"duration_s\": %g, \"elapsed_s\": %.6f, \"base\": %s, ",
-              opt.conns, st.connected, st.refused, st.sent, st.wrong, st.errors, st.late, opt.n,
+              "\"wrong\": %ld, \"errors\": %ld, \"late\": %ld, \"untried\": %ld, \"n\": %d, "
+              "\"interval_ms\": %g, \"duration_s\": %g, \"elapsed_s\": %.6f, \"base\": %s, ",
+              opt.conns, st.connected, st.refused, st.sent, st.wrong, st.errors, st.late, st.untried,
+              opt.n,
               opt.interval_ms, opt.duration_s, elapsed, opt.base ? "true" : "false");
       json_stats(f, &all, elapsed);
       fprintf(f, ",\n \"prio\": [");

@@ -178,6 +178,29 @@ PYEOF
 fi
 result csv-json
 
+# -i 0 is a closed loop: far more requests than a 50 ms grid would send.
+client closed-loop -c 4 -i 0 -d 1
+if [ -z "$WHY" ]; then
+  f=$OUT/closed-loop.out
+  if [ $RC -ne 0 ] || [ "$(field sent "$f")" != "$(field answered "$f")" ] ||
+     [ "$(field sent "$f")" -lt 400 ]; then
+    WHY="status $RC, expected well over 80 requests: $(head -1 "$f")"
+  fi
+fi
+result closed-loop
+
+# --requests K: K requests per connection, then held open until -d ends.
+client hold -c 8 -i 50 -d 1 --requests 2
+if [ -z "$WHY" ]; then
+  f=$OUT/hold.out
+  if [ $RC -ne 0 ] || [ "$(field sent "$f")" != 16 ] || [ "$(field answered "$f")" != 16 ]; then
+    WHY="status $RC, expected 16 requests: $(head -1 "$f")"
+  elif ! grep -qx "mclient: holding 8 connections open (2 answers each)" "$OUT/hold.err"; then
+    WHY="no holding line in $OUT/hold.err"
+  fi
+fi
+result requests-hold
+
 # The server side of the engine: errors, several messages in one segment, a
 # stalled request, the base protocol's request in two pieces; the connection
 # stays usable throughout.
@@ -256,6 +279,16 @@ if [ -z "$WHY" ]; then
   fi
 fi
 result refused
+
+# --until-refused: the first refusal stops the opening; the rest are untried.
+client until-refused -c 6 -i 50 -d 1 --ramp 1 --until-refused --allow-refused --json "$OUT/until.json"
+if [ -z "$WHY" ]; then
+  untried=$(sed -n 's/.*"untried": \([0-9]*\).*/\1/p' "$OUT/until.json")
+  if [ $RC -ne 0 ] || [ "$(field refused "$OUT/until-refused.out")" != 1 ] || [ "$untried" != 5 ]; then
+    WHY="status $RC, untried '$untried': $(head -1 "$OUT/until-refused.out")"
+  fi
+fi
+result until-refused
 
 # ---- many connections at once (the flood test's shape, smaller) ----
 if start_server flood; then
