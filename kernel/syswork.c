@@ -38,20 +38,22 @@ struct worker {
   struct sysargs sa;         // owns the references sa holds
   cid_t cid;                 // async: the user coroutine to complete; 0: a sync call
   uint32_t prio;
+  int woken;                 // KMODE_POLLER: WOKEN_ON_STACK (notify_poller), and
+                             // WOKEN_OVER: finished while on it (see result)
   // without a stack of its own: how it waits
   struct waiter waiter;      // on `registered`
   struct waitq *registered;
   uint64_t timer_set;        // the deadline a timer has been armed for
   struct worker *next;       // on the poller's incoming list, then its calls
-  // KMODE_POLLER
-  struct poller *pl;
-  struct worker **pprev;     // on pl->calls (O(1) removal)
-  struct worker *timed_next; // on pl->timed: calls with a deadline
-  struct worker *woken_next; // on pl->woken, pushed by notify_poller (lock-free:
-  int woken;                 //   a wake may come from an interrupt); 1: on it
-  int over;                  // finished while on the woken stack, with result:
-  long result;
+  // KMODE_POLLER (its poller is p->poller, which outlives every call it holds)
+  struct worker **pprev;     // on the poller's calls (O(1) removal)
+  struct worker *timed_next; // on its timed list: calls with a deadline
+  struct worker *woken_next; // on its woken stack, pushed by notify_poller
+                             // (lock-free: a wake may come from an interrupt)
+  long result;               // when over: finished while on the woken stack
 };
+// 256 bytes at most: one kmalloc class (the next is 512).
+_Static_assert(sizeof(struct worker) <= 256, "struct worker outgrew its kmalloc class");
 
 // The polling kernel thread of a KMODE_POLLER process.
 struct poller {
@@ -228,10 +230,13 @@ static void release(struct poller *pl, struct worker *w) {
     }
 }
 
+#define WOKEN_ON_STACK 1
+#define WOKEN_OVER 2
+
 static void notify_poller(struct waiter *wt) {
   struct worker *w = (struct worker *)(void *)((char *)wt - offsetof(struct worker, waiter));
-  struct poller *pl = w->pl;
-  if (__atomic_exchange_n(&w->woken, 1, __ATOMIC_ACQ_REL))
+  struct poller *pl = w->p->poller;
+  if (__atomic_exchange_n(&w->woken, WOKEN_ON_STACK, __ATOMIC_ACQ_REL))
     return;                      // already on the woken stack
   struct worker *head = __atomic_load_n(&pl->woken, __ATOMIC_RELAXED);
   do
@@ -244,16 +249,16 @@ static void notify_poller(struct waiter *wt) {
 // the woken stack (notified just before it stopped listening): then it is
 // finished when the stack hands it back, so no pointer to it outlives it.
 static void poll_one(struct poller *pl, struct worker *w) {
-  if (w->over)
+  if (__atomic_load_n(&w->woken, __ATOMIC_ACQUIRE) & WOKEN_OVER)
     return;
   pl->attempts++;
   long r = attempt(w, pl->cid);
   if (r == WOULD_BLOCK)
     return;
   unregister(w);                 // no notification after this
-  if (__atomic_exchange_n(&w->woken, 1, __ATOMIC_ACQ_REL)) {
-    w->over = 1;                 // on the stack: finished when it comes off
-    w->result = r;
+  if (__atomic_exchange_n(&w->woken, WOKEN_ON_STACK, __ATOMIC_ACQ_REL)) {
+    w->result = r;               // on the stack: finished when it comes off
+    __atomic_store_n(&w->woken, WOKEN_ON_STACK | WOKEN_OVER, __ATOMIC_RELEASE);
     return;
   }
   release(pl, w);
@@ -277,7 +282,6 @@ static void poller_main(void *arg) {
     while (fresh) {              // new calls: adopt, and try once
       struct worker *w = fresh;
       fresh = w->next;
-      w->pl = pl;
       w->waiter.notify = notify_poller;
       hold(pl, w);
       poll_one(pl, w);
@@ -288,7 +292,7 @@ static void poller_main(void *arg) {
     while (woken) {
       struct worker *w = woken;
       woken = w->woken_next;
-      if (w->over) {
+      if (__atomic_load_n(&w->woken, __ATOMIC_ACQUIRE) & WOKEN_OVER) {
         release(pl, w);
         finish(w, w->result);
         continue;
