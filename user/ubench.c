@@ -5,11 +5,12 @@
 #include "cops.h"
 #include "ulib.h"
 
-#define N 2000
-
 // With -c (user=ubench,-c) the loops count clock cycles (rdcycle) instead of
 // instructions: the figure of interest on a real core or its RTL (make sim).
+// `ubench -c N` runs N iterations instead of 2000 (the simulated Rocket is slow).
 static int count_cycles;
+static int N = 2000;
+static char n_arg[12];      // N as text, for the yielder children
 
 static inline uint64_t instret(void) {
   uint64_t x;
@@ -133,7 +134,7 @@ static void bench_async_roundtrip(void) {
 
 // ---- a process switch: two processes yield() to each other ----
 static void bench_process_switch(void) {
-  char *argv[] = { "ubench", "--yielder", 0 };
+  char *argv[] = { "ubench", "--yielder", count_cycles ? "-c" : "-i", n_arg, 0 };
   int a = spawn("ubench", (const char *const *)argv);
   int b = spawn("ubench", (const char *const *)argv);
   int st;
@@ -173,8 +174,7 @@ static void bench_thread_switch(void) {
   int a = uthread_create(thread_yielder, (void *)1);
   int b = uthread_create(thread_yielder, 0);
   int st;
-  sleep(1000);                       // the main thread steps aside (it blocks in the kernel)
-  uthread_join(a, &st);
+  uthread_join(a, &st);              // the main thread steps aside (it blocks in the kernel)
   uthread_join(b, &st);
   // Between the first thread's first and last yield, both threads switched
   // about 2N times (one hart: instret counts both).
@@ -182,11 +182,19 @@ static void bench_thread_switch(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "--yielder") == 0) {
+  int yielder = argc > 1 && strcmp(argv[1], "--yielder") == 0;
+  if (yielder) {                     // ubench --yielder -c|-i N
+    argv++;
+    argc--;
+  }
+  count_cycles = argc > 1 && strcmp(argv[1], "-c") == 0;
+  if (argc > 2 && atoi(argv[2]) >= 4)
+    N = atoi(argv[2]);
+  snprintf(n_arg, sizeof n_arg, "%d", N);
+  if (yielder) {
     yielder_process();
     return 0;
   }
-  count_cycles = argc > 1 && strcmp(argv[1], "-c") == 0;
   main_cid = cops_current();
   bench_sync_syscall();
   bench_emulated_csr();
