@@ -107,5 +107,8 @@ int main(int argc, char **argv) {
       sleep(10);
   }
   check("children-left-nothing", same, 1);
+  if (!same)
+    printf("threadtest: free pages %ld (was %ld), kmalloc objects %ld (was %ld)\n",
+           kstat(KSTAT_FREE_PAGES), free0, kstat(KSTAT_KMALLOC_OBJECTS), objs0);
   return utest_summary();
 }

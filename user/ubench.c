@@ -5,13 +5,14 @@
 #include "cops.h"
 #include "ulib.h"
 
-// Rounds per benchmark; `ubench --only NAME ROUNDS` runs one benchmark with
-// its own count (scripts/profile.sh runs it twice and subtracts).
-static int N = 2000;
-
 // With -c (user=ubench,-c) the loops count clock cycles (rdcycle) instead of
 // instructions: the figure of interest on a real core or its RTL (make sim).
+// `ubench -c N` runs N iterations instead of 2000 (the simulated Rocket is slow),
+// and `ubench --only NAME ROUNDS` runs one benchmark with its own count
+// (scripts/profile.sh runs it twice and subtracts).
 static int count_cycles;
+static int N = 2000;
+static char n_arg[12];      // N as text, for the yielder children
 
 static inline uint64_t instret(void) {
   uint64_t x;
@@ -228,9 +229,8 @@ static void bench_remote_delivery(void) {
 
 // ---- a process switch: two processes yield() to each other ----
 static void bench_process_switch(void) {
-  char rounds_arg[16];
-  snprintf(rounds_arg, sizeof rounds_arg, "%d", N);
-  char *argv[] = { "ubench", "--yielder", rounds_arg, 0 };
+  snprintf(n_arg, sizeof n_arg, "%d", N);
+  char *argv[] = { "ubench", "--yielder", count_cycles ? "-c" : "-i", n_arg, 0 };
   int a = spawn("ubench", (const char *const *)argv);
   int b = spawn("ubench", (const char *const *)argv);
   int st;
@@ -315,8 +315,7 @@ static void bench_thread_switch(void) {
   int a = uthread_create(thread_yielder, (void *)1);
   int b = uthread_create(thread_yielder, 0);
   int st;
-  sleep(1000);                       // the main thread steps aside (it blocks in the kernel)
-  uthread_join(a, &st);
+  uthread_join(a, &st);              // the main thread steps aside (it blocks in the kernel)
   uthread_join(b, &st);
   // Between the first thread's first and last yield, both threads switched
   // about 2N times (one hart: instret counts both).
@@ -341,12 +340,20 @@ int main(int argc, char **argv) {
     ponger();
     return 0;
   }
-  if (argc > 2 && strcmp(argv[1], "--yielder") == 0) {
+  int yielder = argc > 1 && strcmp(argv[1], "--yielder") == 0;
+  if (yielder) {                     // ubench --yielder -c|-i N
+    argv++;
+    argc--;
+  }
+  count_cycles = argc > 1 && strcmp(argv[1], "-c") == 0;
+  if (count_cycles && argc > 2 && atoi(argv[2]) >= 4)
     N = atoi(argv[2]);
+  if (yielder && argc > 2)
+    N = atoi(argv[2]);
+  if (yielder) {
     yielder_process();
     return 0;
   }
-  count_cycles = argc > 1 && strcmp(argv[1], "-c") == 0;
   main_cid = cops_current();
   if (argc > 1 && strcmp(argv[1], "--only") == 0) {
     if (argc > 3)

@@ -11,6 +11,11 @@
 // heap page with an unmapped page right above it, used later to place strings
 // and arrays that run off the end of mapped memory).
 //
+// `usertests SECTION...` runs only the sections named (all of them without
+// arguments), for a machine where the whole run is too slow (the simulated
+// Rocket, make test-sim): basics nosys uintr sleep brk rw pipe spawn-errors
+// wait malloc processes. rw, pipe, spawn-errors and wait need brk's setup.
+//
 // usertests also spawns itself as a helper child: `usertests --exit N`,
 // `--ret N`, `--argv ...`, `--killself`, `--block-read`, `--block-write`
 // (see child_main below).
@@ -955,33 +960,9 @@ static __attribute__((noinline)) void touch_stack(void) {
     deep[i] = 0;
 }
 
-int main(int argc, char *argv[]) {
-  // In main, the frame pointer is the stack pointer _start was entered with.
-  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-  if (argc > 1 && argv[1][0] == '-' && argv[1][1] == '-')
-    return child_main(argc, argv, sp);
-
-  printf("usertests: pid %d starting\n", getpid());
-  touch_stack();
-  test_start(argc, argv, sp);
-  test_basics();
-  test_nosys();
-  test_uintr_recv();
-  test_sleep();
-  test_brk();
-  if (edge == NULL) {
-    printf("usertests: FAIL brk-setup: no heap page, cannot continue\n");
-    failed++;
-  } else {
-    test_rw();
-    test_pipe();
-    test_spawn_errors();
-    test_wait();
-  }
-  test_malloc();
-
-  // Everything from here on creates and ends processes. Afterwards every
-  // counter must be back where it was, however the processes ended.
+// Everything here creates and ends processes. Afterwards every counter must
+// be back where it was, however the processes ended.
+static void test_processes(void) {
   section("processes");
   static const char *const warm[] = {"usertests", "--exit", "0", NULL};
   run_child("process-warm-up", warm, -1);
@@ -992,6 +973,57 @@ int main(int argc, char *argv[]) {
   test_kill();
   test_faults();
   check_no_leaks("processes-leak", &before);
+}
+
+static char **only;   // the sections asked for, or NULL: all
+static int nonly;
+
+static int want(const char *name) {
+  for (int i = 0; i < nonly; i++)
+    if (strcmp(only[i], name) == 0)
+      return 1;
+  return nonly == 0;
+}
+
+int main(int argc, char *argv[]) {
+  // In main, the frame pointer is the stack pointer _start was entered with.
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (argc > 1 && argv[1][0] == '-' && argv[1][1] == '-')
+    return child_main(argc, argv, sp);
+
+  printf("usertests: pid %d starting\n", getpid());
+  touch_stack();
+  test_start(argc, argv, sp);
+  only = argv + 1;
+  nonly = argc - 1;
+  if (want("basics"))
+    test_basics();
+  if (want("nosys"))
+    test_nosys();
+  if (want("uintr"))
+    test_uintr_recv();
+  if (want("sleep"))
+    test_sleep();
+  int on_heap = want("rw") || want("pipe") || want("spawn-errors") || want("wait");
+  if (want("brk") || on_heap)
+    test_brk();
+  if (on_heap && edge == NULL) {
+    printf("usertests: FAIL brk-setup: no heap page, cannot continue\n");
+    failed++;
+  } else if (on_heap) {
+    if (want("rw"))
+      test_rw();
+    if (want("pipe"))
+      test_pipe();
+    if (want("spawn-errors"))
+      test_spawn_errors();
+    if (want("wait"))
+      test_wait();
+  }
+  if (want("malloc"))
+    test_malloc();
+  if (want("processes"))
+    test_processes();
 
   printf("usertests: %d passed, %d failed\n", passed, failed);
   return failed;

@@ -278,6 +278,15 @@ struct co *exec_next(struct executor *ex, struct co *prev, int prev_result) {
   return c;
 }
 
+int exec_reserve(struct executor *ex, uint32_t slots) {
+  LOCK(ex);
+  int r = 0;
+  while (r == 0 && ex->nchunks * EXEC_CHUNK_SLOTS < slots)
+    r = grow_table(ex);
+  UNLOCK(ex);
+  return r;
+}
+
 uint32_t exec_best_prio(const struct executor *ex) {
   uint64_t b = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
   return b ? exec_ctz64(b) : NPRIO_MAX;

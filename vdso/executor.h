@@ -93,6 +93,10 @@ struct executor {
 
 // Set up an empty executor with nprio priorities (1..NPRIO_MAX).
 int exec_init(struct executor *ex, uint32_t nprio, void *(*alloc)(size_t), void (*free)(void *));
+// Grow the slot table to at least `slots` slots now (it grows by itself when
+// full; reserving up front keeps a peak of live coroutines from changing the
+// memory counters that leak tests compare). 0 or EXEC_ENOMEM.
+int exec_reserve(struct executor *ex, uint32_t slots);
 // Free the slot table. Only valid when no coroutine is live.
 void exec_destroy(struct executor *ex);
 

@@ -32,11 +32,19 @@ from litex.soc.integration.common import get_mem_data
 from litex.build.sim.config import SimConfig
 from litex.tools.litex_sim import SimSoC
 
-SYS_CLK_HZ = 1_000_000          # litex_sim's clock (its SDRAM model assumes it)
+SIM_CLK_HZ = 1_000_000          # litex_sim's clock: only what its time stamps (and traces) count in
 # This Rocket configuration advances mtime once every 100 core cycles (a fixed
 # divider in the generated Verilog, meant for a 100 MHz clock and a 1 MHz
 # timer), whatever its shipped .dts says.
 MTIME_DIVIDER = 100
+# The clock the device tree declares. Nothing in the model runs in real time:
+# the guest sees only cycles and mtime (cycles / 100), so the clock rate is
+# whatever the DTS says, and timebase-frequency must be that / 100. 100 MHz is
+# what this Rocket configuration was made for (and the paper's Rocket ran at):
+# mtime at 1 MHz, Coral's 100 Hz tick every 1,000,000 cycles. (Declaring
+# litex_sim's 1 MHz instead made the tick come every 10,000 cycles, and two
+# trips through OpenSBI per tick ate a third of them.)
+CORE_CLK_HZ = 100_000_000
 SDRAM_BASE = 0x8000_0000
 SDRAM_SIZE = 64 << 20           # MT48LC16M16 x 2 (32-bit wide): 64 MiB
 ROM_BASE = 0x1000_0000          # the Rocket's reset address in LiteX
@@ -81,7 +89,7 @@ def gen(args):
     dts_file = os.path.join(args.out, "coral.dts")
     dtb_file = os.path.join(args.out, "coral.dtb")
     with open(dts_file, "w") as f:
-        f.write(dts(csr, args.bootargs, args.harts))
+        f.write(dts(csr, args.bootargs, args.harts, args.core_hz))
     subprocess.check_call(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", dtb_file, dts_file])
 
     rom = get_mem_data(args.stub, data_width=width, endianness=endian)
@@ -91,7 +99,7 @@ def gen(args):
     soc = make_soc(rom, sdram, args.variant)
 
     sim_config = SimConfig()
-    sim_config.add_clocker("sys_clk", freq_hz=SYS_CLK_HZ)
+    sim_config.add_clocker("sys_clk", freq_hz=SIM_CLK_HZ)
     sim_config.add_module("serial2console", "serial")
     sim_config.add_module("coralstat", "serial")   # (sys_clk is added by LiteX)
     builder = Builder(soc, output_dir=args.out, compile_software=False,
@@ -114,7 +122,7 @@ def gen(args):
     )
 
 
-def dts(csr, bootargs, harts=1, sys_clk_hz=SYS_CLK_HZ, mem_size=SDRAM_SIZE):
+def dts(csr, bootargs, harts=1, sys_clk_hz=CORE_CLK_HZ, mem_size=SDRAM_SIZE):
     """The device tree Coral and OpenSBI read. LiteX 2022.12's
     litex_json2dts_linux does not know the Rocket, so it is written here from
     csr.json and the facts of LitexLinuxConfig (its generated .dts)."""
@@ -218,6 +226,8 @@ def main():
     g.add_argument("--bootargs", default="")
     g.add_argument("--variant", default="linux")
     g.add_argument("--harts", type=int, default=1)
+    g.add_argument("--core-hz", type=int, default=CORE_CLK_HZ,
+                   help="the core clock the device tree declares (timebase = this / 100)")
     g.add_argument("--jobs", default="2")
     g.add_argument("--trace", action="store_true")
     g.add_argument("--trace-start", type=int, default=0)

@@ -2,12 +2,13 @@
 # The cycle table of docs/results/rtl.md: BENCH lines measured in cycles on
 # the simulated Rocket (make sim ARGS=bench=cycles, and ubench -c typed into
 # its shell) next to the same rows in instructions under QEMU -icount
-# (make bench-micro's log).
-#   rtl-table.py ROCKET_LOG... --qemu build/bench-micro.log
+# (make bench-micro's log, or the table it writes, docs/results/micro.md).
+#   rtl-table.py ROCKET_LOG... --qemu build/bench-micro.log|docs/results/micro.md
 import argparse
 import re
 
 LINE = re.compile(r"^BENCH name=(\S+) value=([0-9.]+) unit=(\S+)")
+ROW = re.compile(r"^\| (\w+) \| ([0-9.]+) \| (\w+) \|")   # micro.md's table
 
 
 def read(paths):
@@ -15,7 +16,7 @@ def read(paths):
     for path in paths:
         with open(path, errors="replace") as f:
             for line in f:
-                m = LINE.match(line.strip())
+                m = LINE.match(line.strip()) or ROW.match(line.strip())
                 if m:
                     rows[m.group(1)] = (float(m.group(2)), m.group(3))
     return rows
@@ -32,8 +33,11 @@ def main():
     for name, (q, unit) in qemu.items():
         if unit != "instructions":
             continue
-        r = rocket.get(name)
-        if r is None:
+        # bench-micro.sh names ubench's uintr_delivery_local "..._emulated"
+        r = rocket.get(name, rocket.get(name.removesuffix("_emulated")))
+        if r is None and name.endswith("_native"):
+            print(f"| {name} | — (this Rocket has no N extension) | {q:.1f} | |")
+        elif r is None:
             print(f"| {name} | not measured | {q:.1f} | |")
         elif r[1] != "cycles":
             print(f"| {name} | {r[0]:.1f} {r[1]} (not cycles) | {q:.1f} | |")

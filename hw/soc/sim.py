@@ -59,6 +59,8 @@ def generate(a, out, simmod):
            "--stub", a.stub, "--opensbi", a.opensbi, "--kernel", a.kernel,
            "--simmod", simmod, "--dtb-addr", a.dtb_addr, "--bootargs", a.args, "--harts", str(a.harts),
            "--jobs", str(a.jobs)]
+    if a.core_hz:
+        cmd += ["--core-hz", str(a.core_hz)]
     if a.trace:
         cmd += ["--trace", "--trace-start", str(a.trace_start), "--trace-end", str(a.trace_end)]
     t = time.time()
@@ -205,6 +207,8 @@ def main():
     ap.add_argument("--dtb-addr", required=True, help="where the device tree is preloaded")
     ap.add_argument("--args", default="", help="kernel command line")
     ap.add_argument("--harts", type=int, default=1)
+    ap.add_argument("--core-hz", type=int,
+                    help="the core clock the device tree declares (default: coral_soc.py's CORE_CLK_HZ)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--trace", action="store_true")
     ap.add_argument("--trace-start", type=int, default=0, help="picoseconds (1 cycle = 1e6 ps)")

@@ -16,12 +16,16 @@ SOC_KBIN  := $(SOC_DIR)/kernel.bin
 SOC_SBI   ?= /usr/lib/riscv64-linux-gnu/opensbi/generic/fw_jump.bin
 SOC_DTB_ADDR := 0x80600000
 TRACE     ?=
+# The core clock the device tree declares (empty: coral_soc.py's 100 MHz);
+# timebase = CORE_HZ / 100, Coral's tick every CORE_HZ / 100 cycles.
+CORE_HZ   ?=
 # Trace window in simulated cycles (TRACE_END=-1: to the end; a whole boot
 # would be tens of GB). The window is compiled in: changing it rebuilds.
 TRACE_START ?= 0
 TRACE_END   ?= 20000
 SOC_SIM   = $(SOC_PY) hw/soc/sim.py --build $(SOC_DIR) --stub $(SOC_STUB) \
             --kernel $(SOC_KBIN) --opensbi $(SOC_SBI) --dtb-addr $(SOC_DTB_ADDR) --jobs 2 \
+            $(if $(CORE_HZ),--core-hz $(CORE_HZ)) \
             $(if $(TRACE),--trace --trace-start $$(( $(TRACE_START) * 1000000 )) \
               --trace-end $$(( $(TRACE_END) < 0 ? -1 : $(TRACE_END) * 1000000 )))
 

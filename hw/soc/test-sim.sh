@@ -8,8 +8,8 @@
 # programs), and its exit status (the shell prints only a non-zero one, and
 # a program that never returns leaves no prompt). Then "N passed, N failed".
 #
-# Simulated time is the safety net (CORAL_SIM_MAX_CYCLES, cycles of the
-# 1 MHz simulated clock), so a hang is caught the same way on any host.
+# Simulated time is the safety net (CORAL_SIM_MAX_CYCLES, core cycles), so a
+# hang is caught the same way on any host.
 # Called from hw/soc/soc.mk with SOC_SIM = the sim.py command line.
 # SIM_PROGS overrides the program list; "prog,arg" runs "prog arg".
 set -u
@@ -29,7 +29,7 @@ fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 # renamed "PASS sim/<prog>/name" and counted.
 results() {   # results PROG LOG
   local out
-  out=$(tr -d '\r' < "$2" | sed -n "s|^$1: \(PASS\|FAIL\) |\1 sim/$1/|p")
+  out=$(tr -d '\r' < "$2" | sed -n "s#^$1: \(PASS\|FAIL\) #\1 sim/$1/#p")
   [ -n "$out" ] || return 0
   echo "$out"
   passed=$((passed + $(grep -c '^PASS' <<< "$out")))
