@@ -182,8 +182,10 @@ int main(int argc, char **argv) {
   // Without the kernel's grow-once caches: a timer heap may have grown.
   check("kmalloc-back-to-baseline", same, 1);
   if (!same)
-    printf("socktest: kmalloc objects %ld (was %ld), bytes %ld (was %ld)\n",
+    printf("socktest: kmalloc objects %ld (was %ld), bytes %ld (was %ld); tcp pcbs %ld, "
+           "sockets %ld, kernel coroutines %ld, free pages %ld\n",
            kstat(KSTAT_KMALLOC_OBJECTS) - kstat(KSTAT_CACHE_OBJECTS), objs0,
-           kstat(KSTAT_KMALLOC_BYTES) - kstat(KSTAT_CACHE_BYTES), bytes0);
+           kstat(KSTAT_KMALLOC_BYTES) - kstat(KSTAT_CACHE_BYTES), bytes0, kstat(KSTAT_TCP_PCBS),
+           kstat(KSTAT_SOCKETS), kstat(KSTAT_LIVE_COROUTINES), kstat(KSTAT_FREE_PAGES));
   return utest_summary();
 }
