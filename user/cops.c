@@ -375,6 +375,11 @@ static int run_loop(void) {
         sleep(1);
         continue;
       }
+      // The handler may have drained the last completions after exec_next
+      // found nothing: pending_ops read 0 above only once it had, and it wakes
+      // the waiters before it returns, so their bits are set by now.
+      if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
+        continue;
       struct exec_stats st;
       cops_stats(&st);
       fprintf(STDERR, "cops: deadlock: %u coroutines blocked, none ready, no async call pending\n",
