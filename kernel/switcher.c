@@ -82,11 +82,9 @@ static enum run_end run_thread(struct thread *t) {
     if (cause & SCAUSE_INTERRUPT) {
       trap_interrupt(cause);
       intr_on();
-      if ((cause & ~SCAUSE_INTERRUPT) == IRQ_S_TIMER) {
-        my_prio = take_priority(p);
-        if (others_waiting(my_prio))
-          return RUN_PREEMPTED;
-      }
+      // (my_prio: published at this trap's entry, above)
+      if ((cause & ~SCAUSE_INTERRUPT) == IRQ_S_TIMER && others_waiting(my_prio))
+        return RUN_PREEMPTED;
     } else if (cause == EXC_ECALL_U) {
       intr_on();
       t->uc.pc += 4;
