@@ -11,7 +11,7 @@
 #include "stackful.h"
 
 #define VDSO_MAGIC 0x4f53445643524f43ULL   // "CORCVDSO"
-#define VDSO_VERSION 1
+#define VDSO_VERSION 2                 // 2: executor lanes (exec_*_on, exec_init_lanes)
 
 struct vdso_table {
   uint64_t magic;
@@ -29,6 +29,11 @@ struct vdso_table {
   void (*stackful_init)(struct stackful *, void *, size_t, void (*)(void *), void *, int,
                         void (*)(struct stackful *));
   void (*full_switch)(struct full_ctx *, const struct full_ctx *);
+  // version 2
+  int (*exec_init_lanes)(struct executor *, uint32_t, uint32_t, void *(*)(size_t), void (*)(void *));
+  int64_t (*exec_spawn_on)(struct executor *, uint32_t, co_poll_fn, void *, uint32_t, enum co_kind);
+  struct co *(*exec_next_on)(struct executor *, uint32_t, struct co *, int);
+  int (*exec_set_lanes)(struct executor *, uint32_t);
 };
 
 #endif

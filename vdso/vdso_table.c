@@ -17,4 +17,8 @@ const struct vdso_table vdso_table = {
   .exec_check = exec_check,
   .stackful_init = stackful_init,
   .full_switch = full_switch,
+  .exec_init_lanes = exec_init_lanes,
+  .exec_spawn_on = exec_spawn_on,
+  .exec_next_on = exec_next_on,
+  .exec_set_lanes = exec_set_lanes,
 };
