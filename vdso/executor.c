@@ -25,6 +25,8 @@ const uint8_t exec_ctz8[256] = {
   4, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0,
 };
 
+#define EXEC_LANE_FREE_MAX 64   // a lane's cache of free slots (see free_slot)
+
 #define LOCKED(lockp) exec_irqstate_t irq_ = exec_lock_acquire(lockp)
 #define UNLOCK(lockp) exec_lock_release(lockp, irq_)
 
@@ -77,10 +79,16 @@ int exec_set_lanes(struct executor *ex, uint32_t nlanes) {
   // Only ever grows, and sequentially consistent: a lane that clears a union
   // bit reads nlanes after its and (union_clear), so it either scans the new
   // lane or ran before anything could be queued there.
+  // Under lane 0's lock: with one lane the union is kept without atomics by
+  // whoever holds that lock (union_set), so the switch to the shared protocol
+  // must not fall in the middle of such an update.
+  struct exec_lane *l0 = lane_at(ex, 0);
+  LOCKED(&l0->lock);
   uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
   while (n < nlanes && !__atomic_compare_exchange_n(&ex->nlanes, &n, nlanes, 0, __ATOMIC_SEQ_CST,
                                                     __ATOMIC_RELAXED))
     ;
+  UNLOCK(&l0->lock);
   return 0;
 }
 
@@ -107,7 +115,17 @@ cid_t co_cid(const struct co *c) { return co_cid_inline(c); }
 // lane has. It may briefly have one no lane has (a clear and a put-back
 // crossing); exec_next_on repairs that when a steal finds nothing.
 
-static void union_set(struct executor *ex, struct exec_lane *l, uint64_t bit) {
+// one: the caller knows the executor has one lane (then no load, no branch).
+static inline __attribute__((always_inline)) void union_set(struct executor *ex,
+                                                            struct exec_lane *l, uint64_t bit,
+                                                            int one) {
+  if (one || ex->nlanes == 1) {
+    // One lane (every user process with one executor thread, a kernel on one
+    // hart): every writer holds its lock, so the union is simply a copy.
+    l->bitmap |= bit;
+    __atomic_store_n(&ex->bitmap, l->bitmap, __ATOMIC_RELAXED);
+    return;
+  }
   __atomic_store_n(&l->bitmap, l->bitmap | bit, __ATOMIC_SEQ_CST);
   // Unconditionally: skipping the or when the union seems to have the bit
   // would let a clearer's and slip in between.
@@ -126,14 +144,23 @@ static void union_clear(struct executor *ex, uint64_t bit) {
     }
 }
 
-static void lane_clear(struct executor *ex, struct exec_lane *l, uint64_t bit) {
+static inline __attribute__((always_inline)) void lane_clear(struct executor *ex,
+                                                             struct exec_lane *l, uint64_t bit,
+                                                             int one) {
+  if (one || ex->nlanes == 1) {
+    l->bitmap &= ~bit;
+    __atomic_store_n(&ex->bitmap, l->bitmap, __ATOMIC_RELAXED);
+    return;
+  }
   __atomic_store_n(&l->bitmap, l->bitmap & ~bit, __ATOMIC_SEQ_CST);
   union_clear(ex, bit);
 }
 
 // ---- ready queues (caller holds the lane's lock) ----
 
-static void enqueue(struct executor *ex, struct exec_lane *l, struct co *c) {
+static inline __attribute__((always_inline)) void enqueue_in(struct executor *ex,
+                                                             struct exec_lane *l, struct co *c,
+                                                             int one) {
   struct co_queue *q = &l->ready[c->prio];
   c->next = 0;
   c->prev = q->tail;
@@ -141,7 +168,7 @@ static void enqueue(struct executor *ex, struct exec_lane *l, struct co *c) {
     q->tail->next = c;
   else {
     q->head = c;
-    union_set(ex, l, 1ULL << c->prio);
+    union_set(ex, l, 1ULL << c->prio, one);
   }
   q->tail = c;
   c->state = CO_READY;
@@ -158,12 +185,13 @@ static void unlink_ready(struct executor *ex, struct exec_lane *l, struct co *c)
   else
     q->tail = c->prev;
   if (!q->head)
-    lane_clear(ex, l, 1ULL << c->prio);
+    lane_clear(ex, l, 1ULL << c->prio, 0);
   c->next = c->prev = 0;
 }
 
 // Take the head of the lane's best non-empty queue (the lane is not empty).
-static struct co *pop_highest(struct executor *ex, struct exec_lane *l) {
+static inline __attribute__((always_inline)) struct co *pop_in(struct executor *ex,
+                                                               struct exec_lane *l, int one) {
   struct co_queue *q = &l->ready[exec_ctz64(l->bitmap)];
   struct co *c = q->head;
   q->head = c->next;
@@ -171,10 +199,20 @@ static struct co *pop_highest(struct executor *ex, struct exec_lane *l) {
     c->next->prev = 0;
   else {
     q->tail = 0;
-    lane_clear(ex, l, 1ULL << c->prio);
+    lane_clear(ex, l, 1ULL << c->prio, one);
   }
   c->next = 0;
   return c;
+}
+
+static inline __attribute__((always_inline)) void enqueue(struct executor *ex, struct exec_lane *l,
+                                                          struct co *c) {
+  enqueue_in(ex, l, c, 0);
+}
+
+static inline __attribute__((always_inline)) struct co *pop_highest(struct executor *ex,
+                                                                    struct exec_lane *l) {
+  return pop_in(ex, l, 0);
 }
 
 // ---- slot table ----
@@ -242,36 +280,52 @@ static struct exec_lane *lock_home(struct executor *ex, struct co *c, exec_irqst
 
 // ---- the COPS operations ----
 
+// Refill an empty lane cache from the table's list (growing the table if it
+// is empty too). Called with the lane's lock held.
+static __attribute__((noinline)) int refill_free(struct executor *ex, struct exec_lane *l) {
+  LOCKED(&ex->lock);
+  int err = 0;
+  if (!ex->free_list)
+    err = grow_table(ex);
+  while (!err && ex->free_list && l->nfree < EXEC_LANE_FREE_MAX / 2) {
+    struct co *c = ex->free_list;
+    ex->free_list = c->next;
+    c->next = l->free;
+    l->free = c;
+    l->nfree++;
+  }
+  UNLOCK(&ex->lock);
+  return err;
+}
+
 int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void *arg,
                       uint32_t prio, enum co_kind kind) {
   if (!poll || prio >= ex->nprio)
     return EXEC_EINVAL;
-  lane %= __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
-  struct co *c;
-  {
-    LOCKED(&ex->lock);
-    if (!ex->free_list) {
-      int err = grow_table(ex);
-      if (err) {
-        UNLOCK(&ex->lock);
-        return err;
-      }
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  if (__builtin_expect(lane >= n, 0))
+    lane %= n;
+  struct exec_lane *l = lane_at(ex, lane);
+  LOCKED(&l->lock);
+  if (!l->free) {
+    int err = refill_free(ex, l);
+    if (err) {
+      UNLOCK(&l->lock);
+      return err;
     }
-    c = ex->free_list;
-    ex->free_list = c->next;
-    ex->st.live++;
-    ex->st.spawned++;
-    UNLOCK(&ex->lock);
   }
-  // Nobody knows the new cid yet, so its fields are ours until it is queued.
+  struct co *c = l->free;
+  l->free = c->next;
+  l->nfree--;
+  l->spawned++;
   c->poll = poll;
   c->arg = arg;
   c->prio = (uint8_t)prio;
   c->kind = (uint8_t)kind;
   c->wake_pending = 0;
+  // A stale cid's waker may look at c->lane: it re-checks it under the lock
+  // it takes, and then the generation, which moved on when the slot was freed.
   __atomic_store_n(&c->lane, lane, __ATOMIC_RELEASE);
-  struct exec_lane *l = lane_at(ex, lane);
-  LOCKED(&l->lock);
   enqueue(ex, l, c);
   cid_t cid = co_cid_inline(c);
   UNLOCK(&l->lock);
@@ -289,7 +343,13 @@ int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
     return EXEC_ESTALE;
   }
   exec_irqstate_t irq;
-  struct exec_lane *l = lock_home(ex, c, &irq);
+  struct exec_lane *l;
+  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) == 1) {
+    l = (struct exec_lane *)ex->lanes;   // one lane: every coroutine's home
+    irq = exec_lock_acquire(&l->lock);
+  } else {
+    l = lock_home(ex, c, &irq);
+  }
   int r;
   if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE) {
     r = EXEC_ESTALE;               // it exited between the lookup and the lock
@@ -338,23 +398,45 @@ int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio) {
   return r;
 }
 
-// Put the coroutine that just returned from poll where its result says; the
-// caller holds the lock of c's lane, l.
-static void settle(struct executor *ex, struct exec_lane *l, struct co *c, int result) {
-  if (result == CO_DONE) {
-    uint32_t gen = c->gen + 1;
-    if (gen == 0)
-      gen = 1;             // after 2^32 reuses, skip the never-valid generation 0
-    __atomic_store_n(&c->gen, gen, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->state, CO_FREE, __ATOMIC_RELAXED);
-    c->poll = 0;
-    c->arg = 0;
-    LOCKED(&ex->lock);     // order: a lane's lock, then the table's
+// A lane keeps the slots freed on it, for its own spawns: exit and spawn then
+// take no lock but the lane's. A cache beyond EXEC_LANE_FREE_MAX gives half
+// back to the table's list (out of line: rare).
+
+static __attribute__((noinline)) void spill_free(struct executor *ex, struct exec_lane *l) {
+  LOCKED(&ex->lock);       // order: a lane's lock, then the table's
+  while (l->nfree > EXEC_LANE_FREE_MAX / 2) {
+    struct co *c = l->free;
+    l->free = c->next;
+    l->nfree--;
     c->next = ex->free_list;
     ex->free_list = c;
-    ex->st.live--;
-    ex->st.exited++;
-    UNLOCK(&ex->lock);
+  }
+  UNLOCK(&ex->lock);
+}
+
+// A coroutine is done: its slot goes to the lane's cache, a generation on.
+static inline __attribute__((always_inline)) void free_slot(struct executor *ex,
+                                                            struct exec_lane *l, struct co *c) {
+  uint32_t gen = c->gen + 1;
+  if (gen == 0)
+    gen = 1;               // after 2^32 reuses, skip the never-valid generation 0
+  __atomic_store_n(&c->gen, gen, __ATOMIC_RELAXED);
+  __atomic_store_n(&c->state, CO_FREE, __ATOMIC_RELAXED);
+  c->poll = 0;
+  c->arg = 0;
+  c->next = l->free;
+  l->free = c;
+  l->exited++;
+  if (++l->nfree > EXEC_LANE_FREE_MAX)
+    spill_free(ex, l);
+}
+
+// Put the coroutine that just returned from poll where its result says; the
+// caller holds the lock of c's lane, l.
+static inline __attribute__((always_inline)) void settle(struct executor *ex, struct exec_lane *l,
+                                                         struct co *c, int result) {
+  if (result == CO_DONE) {
+    free_slot(ex, l, c);
   } else if (result == CO_PENDING && !c->wake_pending) {
     c->state = CO_BLOCKED;
   } else {
@@ -398,45 +480,13 @@ static struct co *steal(struct executor *ex, uint32_t self, uint32_t than) {
   return 0;
 }
 
-struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result) {
-  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
-  lane = lane < n ? lane : lane % n;
-  struct exec_lane *l = lane_at(ex, lane);
-  struct co *c = 0;
-  uint64_t mine;
-  {
-    LOCKED(&l->lock);
-    uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
-    if (prev) {
-      // Fast path: a coroutine that yields while nothing of its priority or
-      // better waits in its lane, and nothing better anywhere, would be queued
-      // and taken straight back; keep it running instead.
-      uint64_t upto = (2ULL << prev->prio) - 1;
-      if (prev_result == CO_YIELD && !(l->bitmap & upto) && !(all & (upto >> 1))) {
-        prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
-        UNLOCK(&l->lock);
-        return prev;
-      }
-      settle(ex, l, prev, prev_result);
-      all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
-    }
-    mine = l->bitmap;
-    // Our best is the best anywhere (nothing strictly better in the union):
-    // the common path, with no other lock touched.
-    if (mine && !(all & ((mine & -mine) - 1))) {
-      c = pop_highest(ex, l);
-      c->state = CO_RUNNING;
-    } else if (!all) {
-      UNLOCK(&l->lock);
-      return 0;
-    }
-    UNLOCK(&l->lock);
-  }
-  if (c)
-    return c;
-  // Something better (or, if we have nothing, anything) is in another lane.
+// exec_next_on's other case: the union has something better than this lane's
+// best (or this lane has nothing). Steal it; failing that, repair the union
+// and take our own best.
+static __attribute__((noinline)) struct co *next_elsewhere(struct executor *ex, uint32_t lane,
+                                                           uint64_t mine) {
   uint32_t than = mine ? exec_ctz64(mine) : NPRIO_MAX;
-  c = steal(ex, lane, than);
+  struct co *c = steal(ex, lane, than);
   if (c)
     return c;
   // The union promised better work than any lane had (a clear and a put-back
@@ -444,6 +494,7 @@ struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int
   // idle loops can sleep and the next dispatch does not look again. Under
   // our lane's lock, like every other clear, so that exec_check (which holds
   // every lane) never sees a bit cleared and not yet put back.
+  struct exec_lane *l = lane_at(ex, lane);
   LOCKED(&l->lock);
   uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST);
   if (than < 64)
@@ -458,6 +509,101 @@ struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int
     c->state = CO_RUNNING;
   }
   UNLOCK(&l->lock);
+  return c;
+}
+
+// Several lanes: the general step.
+static __attribute__((noinline)) struct co *next_multi(struct executor *ex, uint32_t lane,
+                                                       struct co *prev, int prev_result) {
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  if (__builtin_expect(lane >= n, 0))
+    lane %= n;
+  struct exec_lane *l = lane_at(ex, lane);
+  LOCKED(&l->lock);
+  uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
+  if (prev) {
+    // Fast path: a coroutine that yields while nothing of its priority or
+    // better waits in its lane, and nothing better anywhere, would be queued
+    // and taken straight back; keep it running instead.
+    uint64_t upto = (2ULL << prev->prio) - 1;
+    if (prev_result == CO_YIELD && !(l->bitmap & upto) && !(all & (upto >> 1))) {
+      prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
+      UNLOCK(&l->lock);
+      return prev;
+    }
+    settle(ex, l, prev, prev_result);
+    all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
+  }
+  uint64_t mine = l->bitmap;
+  // Our best is the best anywhere (nothing strictly better in the union): the
+  // common path, with no other lock touched.
+  if (__builtin_expect(mine && !(all & ((mine & -mine) - 1)), 1)) {
+    struct co *c = pop_highest(ex, l);
+    c->state = CO_RUNNING;
+    UNLOCK(&l->lock);
+    return c;
+  }
+  UNLOCK(&l->lock);
+  if (!all)
+    return 0;
+  // Something better (or, if we have nothing, anything) is in another lane.
+  return next_elsewhere(ex, lane, mine);
+}
+
+// The cache overflowed in the one-lane step: give half back, then return c
+// (a tail call there, so that step needs no stack frame).
+static __attribute__((noinline)) struct co *spill_and_return(struct executor *ex, struct co *c) {
+  struct exec_lane *l = lane_at(ex, 0);
+  LOCKED(&l->lock);
+  if (l->nfree > EXEC_LANE_FREE_MAX)
+    spill_free(ex, l);
+  UNLOCK(&l->lock);
+  return c;
+}
+
+struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result) {
+  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) != 1)
+    return next_multi(ex, lane, prev, prev_result);
+  // One lane (a process with one executor thread, a kernel on one hart): the
+  // same step with the union a plain copy of the lane's bitmap, written
+  // inline, and no call but tail calls. (nlanes only grows from 1 while the
+  // caller's own thread is the only one, outside this function, and under
+  // this lock: exec_set_lanes.)
+  struct exec_lane *l = (struct exec_lane *)ex->lanes;
+  LOCKED(&l->lock);
+  if (prev) {
+    uint64_t upto = (2ULL << prev->prio) - 1;
+    if (prev_result == CO_YIELD && !(l->bitmap & upto)) {
+      prev->wake_pending = 0;
+      UNLOCK(&l->lock);
+      return prev;
+    }
+    if (prev_result == CO_DONE) {
+      uint32_t gen = prev->gen + 1;
+      __atomic_store_n(&prev->gen, gen ? gen : 1, __ATOMIC_RELAXED);
+      __atomic_store_n(&prev->state, CO_FREE, __ATOMIC_RELAXED);
+      prev->poll = 0;
+      prev->arg = 0;
+      prev->next = l->free;
+      l->free = prev;
+      l->exited++;
+      l->nfree++;
+    } else if (prev_result == CO_PENDING && !prev->wake_pending) {
+      prev->state = CO_BLOCKED;
+    } else {
+      prev->wake_pending = 0;
+      enqueue_in(ex, l, prev, 1);
+    }
+  }
+  struct co *c = 0;
+  if (l->bitmap) {
+    c = pop_in(ex, l, 1);
+    c->state = CO_RUNNING;
+  }
+  int spill = l->nfree > EXEC_LANE_FREE_MAX;
+  UNLOCK(&l->lock);
+  if (__builtin_expect(spill, 0))
+    return spill_and_return(ex, c);
   return c;
 }
 
@@ -480,16 +626,19 @@ uint32_t exec_best_prio(const struct executor *ex) {
 }
 
 // Take every lane's lock (in index order; nothing else holds two lane locks)
-// and then the table's: the order the rest of this file uses.
-static void lock_all(struct executor *ex, exec_irqstate_t *irq) {
-  for (uint32_t i = 0; i < ex->nlanes; i++)
+// and then the table's: the order the rest of this file uses. Returns how
+// many lanes it locked (exec_set_lanes may add one meanwhile).
+static uint32_t lock_all(struct executor *ex, exec_irqstate_t *irq) {
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST);
+  for (uint32_t i = 0; i < n; i++)
     irq[i] = exec_lock_acquire(&lane_at(ex, i)->lock);
-  irq[ex->nlanes] = exec_lock_acquire(&ex->lock);
+  irq[n] = exec_lock_acquire(&ex->lock);
+  return n;
 }
 
-static void unlock_all(struct executor *ex, exec_irqstate_t *irq) {
-  exec_lock_release(&ex->lock, irq[ex->nlanes]);
-  for (uint32_t i = ex->nlanes; i-- > 0;)
+static void unlock_all(struct executor *ex, exec_irqstate_t *irq, uint32_t n) {
+  exec_lock_release(&ex->lock, irq[n]);
+  for (uint32_t i = n; i-- > 0;)
     exec_lock_release(&lane_at(ex, i)->lock, irq[i]);
 }
 
@@ -497,15 +646,21 @@ static void unlock_all(struct executor *ex, exec_irqstate_t *irq) {
 // table: for statistics and tests, not for hot paths).
 void exec_get_stats(struct executor *ex, struct exec_stats *st) {
   exec_irqstate_t irq[EXEC_MAX_LANES + 1];
-  lock_all(ex, irq);
+  uint32_t nl = lock_all(ex, irq);
   *st = ex->st;
   st->stale_wakes = __atomic_load_n(&ex->stale_wakes, __ATOMIC_RELAXED);
-  for (uint32_t i = 0; i < ex->nlanes; i++) {
+  uint32_t spawned = 0, exited = 0;
+  for (uint32_t i = 0; i < EXEC_MAX_LANES; i++) {
     struct exec_lane *l = lane_at(ex, i);
     st->wakes += l->wakes;
     st->wakes_remembered += l->wakes_remembered;
     st->steals += l->steals;
+    spawned += l->spawned;
+    exited += l->exited;
   }
+  st->spawned = ex->st.spawned + spawned;
+  st->exited = ex->st.exited + exited;
+  st->live = spawned - exited;
   st->ready = st->running = st->blocked = 0;
   for (uint32_t s = 0; s < ex->nchunks * EXEC_CHUNK_SLOTS; s++) {
     uint8_t state = slot_ptr(ex, s)->state;
@@ -513,7 +668,7 @@ void exec_get_stats(struct executor *ex, struct exec_stats *st) {
     st->running += state == CO_RUNNING || state == CO_SUSPENDED;
     st->blocked += state == CO_BLOCKED;
   }
-  unlock_all(ex, irq);
+  unlock_all(ex, irq, nl);
 }
 
 // ---- invariant checking (tests and the debug console) ----
@@ -543,13 +698,16 @@ static int fail(char *why, size_t len, const char *msg, uint64_t v) {
 int exec_check(struct executor *ex, char *why, size_t whylen) {
   int r = 0;
   exec_irqstate_t irq[EXEC_MAX_LANES + 1];
-  lock_all(ex, irq);
+  uint32_t nl = lock_all(ex, irq);
   uint32_t nslots = ex->nchunks * EXEC_CHUNK_SLOTS;
   uint32_t queued = 0, nfree = 0, counted[CO_SUSPENDED + 1] = {0};
+  uint32_t spawned = 0, exited = 0;
   uint64_t any = 0;
-  for (uint32_t i = 0; i < ex->nlanes && !r; i++) {
+  for (uint32_t i = 0; i < nl && !r; i++) {
     struct exec_lane *l = lane_at(ex, i);
     any |= l->bitmap;
+    spawned += l->spawned;
+    exited += l->exited;
     for (uint32_t p = 0; p < NPRIO_MAX && !r; p++) {
       if (p >= ex->nprio) {
         if ((l->bitmap >> p) & 1)
@@ -578,6 +736,14 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
       if (!r && q->tail != prev)
         r = fail(why, whylen, "tail does not end queue", p);
     }
+    uint32_t cached = 0;
+    for (struct co *c = l->free; c && !r; c = c->next) {
+      if (++cached > nslots || c->state != CO_FREE)
+        r = fail(why, whylen, "bad entry in a lane's free cache: slot", c->slot);
+    }
+    if (!r && cached != l->nfree)
+      r = fail(why, whylen, "lane free cache count is wrong; lane", i);
+    nfree += cached;
   }
   if (!r && (any & ~__atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST)))
     r = fail(why, whylen, "a lane has a priority the union bitmap lacks; lanes' union", any);
@@ -587,7 +753,7 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
   }
   for (uint32_t s = 0; s < nslots && !r; s++) {
     struct co *c = slot_ptr(ex, s);
-    if (c->slot != s || c->state > CO_SUSPENDED || (c->state != CO_FREE && c->lane >= ex->nlanes)) {
+    if (c->slot != s || c->state > CO_SUSPENDED || (c->state != CO_FREE && c->lane >= nl)) {
       r = fail(why, whylen, "corrupt slot", s);
       break;
     }
@@ -596,10 +762,9 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
   if (!r && queued != counted[CO_READY])
     r = fail(why, whylen, "READY coroutines not all queued exactly once:", counted[CO_READY]);
   if (!r && nfree != counted[CO_FREE])
-    r = fail(why, whylen, "FREE slots not all on the free list:", counted[CO_FREE]);
-  if (!r && (ex->st.live != nslots - nfree || ex->st.slots != nslots ||
-             ex->st.spawned - ex->st.exited != ex->st.live))
-    r = fail(why, whylen, "counters disagree with the table; live =", ex->st.live);
-  unlock_all(ex, irq);
+    r = fail(why, whylen, "FREE slots not all on a free list:", counted[CO_FREE]);
+  if (!r && (spawned - exited != nslots - nfree || ex->st.slots != nslots))
+    r = fail(why, whylen, "counters disagree with the table; live =", spawned - exited);
+  unlock_all(ex, irq, nl);
   return r;
 }

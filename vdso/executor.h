@@ -26,8 +26,8 @@
 // kept with atomic or/and on the rare transitions of a lane's bit, and a lane
 // whose best is worse than that union's best steals from the lane that has the
 // better coroutine (which then moves: its home becomes the thief's lane). The
-// slot table and its free list have a lock of their own, taken by spawn and
-// exit only. How a lock is taken is environment-specific and comes from
+// slot table and its free list have a lock of their own, taken only when a
+// lane's cache of free slots runs dry or overflows (and to grow the table). How a lock is taken is environment-specific and comes from
 // "exec_arch.h" (the kernel's masks interrupts while it holds a lock so that
 // interrupt handlers may call wake).
 #ifndef EXECUTOR_H
@@ -97,7 +97,10 @@ struct exec_lane {
   uint64_t bitmap;                    // bit p <=> ready[p] non-empty (written under lock)
   uint64_t wakes, wakes_remembered;   // counters, under lock
   uint64_t steals;                    // coroutines this lane took from others
-  uint64_t reserved[3];
+  struct co *free;                    // slots freed here, reused by spawns here
+  uint32_t nfree;
+  uint32_t spawned, exited;           // counters, under lock (wrap: only differences count)
+  uint32_t reserved;
   struct co_queue ready[];            // nprio queues
 };
 
@@ -109,8 +112,8 @@ struct executor {
   uint32_t lane_shift;
   uint32_t nchunks;                   // published with release; readers need no lock
   struct co *chunks[EXEC_MAX_CHUNKS]; // slot s is chunks[s/256][s%256]; never moved
-  struct co *free_list;               // FREE slots, linked through `next`
-  struct exec_stats st;               // spawned, exited, live, slots (under lock)
+  struct co *free_list;               // FREE slots not in a lane's cache, linked through `next`
+  struct exec_stats st;               // slots (under lock); the rest is summed from the lanes
   uint64_t stale_wakes;               // atomic
   void *(*alloc)(size_t);             // memory for chunks and lanes (kmalloc in the kernel)
   void (*free)(void *);

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# matrixd at -smp 1 and -smp 2, measured in one run (issue 13): for each model
+# and matrix size, a closed loop of 128 connections (requests/s) and a light
+# load of 64 connections each sending every 100 ms (p99 latency), first on one
+# hart and then on two, one boot per point. While the closed loop runs, the
+# host CPU time of QEMU's threads is read from /proc: its main loop (virtio-net
+# and the user network, on the host) and its vCPU threads (the guest). Prints
+# BENCH lines and writes docs/results/smp-matrixd.md.
+#
+#   scripts/bench-smp-net.sh    (env: BUILD, MODELS, SIZES, DURATION_S, OUT)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/qemu-lib.sh     # BUILD, QEMU, boot_matrixd, halt_qemu
+trap halt_qemu EXIT
+QEMU_LIMIT=900
+OUT=${OUT:-docs/results/smp-matrixd.md}
+MODELS=${MODELS:-kcuc kcut ktut ktuc}
+SIZES=${SIZES:-15 32}
+DURATION_S=${DURATION_S:-5}
+MCLIENT=$BUILD/host/mclient
+DIR=$BUILD/bench-smp-net
+mkdir -p "$DIR" "$(dirname "$OUT")"
+
+if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
+  echo "bench-smp-net: the kernel or the host client does not build (see $DIR/build.log)" >&2
+  exit 1
+fi
+
+field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
+
+# Host CPU ticks (user + system) used so far by QEMU's main thread and by all
+# its vCPU threads together: "main vcpus".
+qemu_ticks() {
+  local pid=$1 main=0 vcpu=0 t comm ticks
+  for t in /proc/"$pid"/task/*; do
+    comm=$(cat "$t/comm" 2> /dev/null) || continue
+    # Fields 14 and 15 of stat (after the command name in parentheses).
+    ticks=$(sed 's/.*) //' "$t/stat" 2> /dev/null | awk '{ print $12 + $13 }') || continue
+    if [ "${t##*/}" = "$pid" ]; then
+      main=$((main + ticks))
+    elif [[ $comm == CPU* ]]; then
+      vcpu=$((vcpu + ticks))
+    fi
+  done
+  echo "$main $vcpu"
+}
+
+rows=()
+status=0
+total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$SIZES") * 2 ))
+done_points=0
+start=$SECONDS
+hz=$(getconf CLK_TCK)
+for model in $MODELS; do
+  for n in $SIZES; do
+    declare -A rps=() p99=() mainpct=() vcpupct=()
+    for smp in 1 2; do
+      done_points=$((done_points + 1))
+      echo "bench-smp-net: [$done_points/$total] ${model^^} n=$n on $smp hart(s) ($((SECONDS - start)) s so far)" >&2
+      log=$DIR/${model}_n${n}_smp$smp.log
+      if ! boot_matrixd "$log" "$smp" "user=matrixd,-m,$model,-q"; then
+        echo "bench-smp-net: matrixd ($model) did not start; see $log" >&2
+        halt_qemu
+        status=1
+        continue
+      fi
+      qpid=$(pgrep -P "$QPID" | head -1)
+      # Closed loop, with the host CPU of QEMU's threads over the run.
+      before=$(qemu_ticks "$qpid")
+      t0=$(date +%s.%N)
+      out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 128 -i 0 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
+      t1=$(date +%s.%N)
+      after=$(qemu_ticks "$qpid")
+      rps[$smp]=$(field rps "$out")
+      read -r m0 v0 <<< "$before"
+      read -r m1 v1 <<< "$after"
+      # Percent of one host core over the client's whole run (set-up included).
+      mainpct[$smp]=$(awk -v d=$((m1 - m0)) -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 100 * d / hz / (b - a) }')
+      vcpupct[$smp]=$(awk -v d=$((v1 - v0)) -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 100 * d / hz / (b - a) }')
+      # Let the closed loop's connections drain before the light load.
+      sleep 2
+      out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 64 -i 100 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
+      p99[$smp]=$(field p99_us "$out")
+      halt_qemu
+      echo "BENCH name=smp_${model}_n${n}_smp${smp}_rps value=${rps[$smp]:-0} unit=req/s"
+      echo "BENCH name=smp_${model}_n${n}_smp${smp}_light_p99_us value=${p99[$smp]:-0} unit=us"
+    done
+    ratio=$(awk -v a="${rps[2]:-0}" -v b="${rps[1]:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+    pratio=$(awk -v a="${p99[2]:-0}" -v b="${p99[1]:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+    echo "BENCH name=smp_${model}_n${n}_rps_ratio value=$ratio unit=x"
+    rows+=("| ${model^^} | $n | ${rps[1]:-} | ${rps[2]:-} | **$ratio** | ${p99[1]:-} | ${p99[2]:-} | $pratio | ${mainpct[1]:-}% / ${vcpupct[1]:-}% | ${mainpct[2]:-}% / ${vcpupct[2]:-}% |")
+    unset rps p99 mainpct vcpupct
+  done
+done
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+{
+  echo "# matrixd on one hart and on two"
+  echo
+  echo "Produced by \`scripts/bench-smp-net.sh\` (part of \`make bench-smp\`) on $(date -u +%F):"
+  echo "QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'), machine virt, 256 MiB, TCG with"
+  echo "one host thread per vCPU (no \`-icount\`: wall-clock time), virtio-net on QEMU's user"
+  echo "network; host: $(nproc) cores, ${cpu:-unknown}. Each point is one boot; the \`-smp 1\`"
+  echo "and \`-smp 2\` points of a row run back to back. Closed loop: 128 connections, each"
+  echo "sending its next n x n matrix as soon as the answer to the last arrives, for"
+  echo "${DURATION_S} s. Light load: 64 connections, one matrix every 100 ms each."
+  echo
+  echo "| model | n | req/s, 1 hart | req/s, 2 harts | 2 / 1 | light p99 us, 1 hart | light p99 us, 2 harts | p99 2 / 1 | host CPU, 1 hart: QEMU main / vCPUs | host CPU, 2 harts |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  for r in "${rows[@]}"; do echo "$r"; done
+  echo
+  echo "Host CPU is the percentage of one host core that QEMU's main thread (its event"
+  echo "loop: virtio-net's queues, the user network's TCP, the port forward) and its vCPU"
+  echo "threads (the guest) used during the closed loop. The host client runs on the same"
+  echo "cores. Where the main thread is near 100%, the host side of the network, not the"
+  echo "guest, sets the ceiling, and a second guest hart cannot raise it."
+} > "$OUT"
+echo "bench-smp-net: wrote $OUT" >&2
+exit $status
