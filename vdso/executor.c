@@ -415,8 +415,8 @@ static __attribute__((noinline)) void spill_free(struct executor *ex, struct exe
 }
 
 // A coroutine is done: its slot goes to the lane's cache, a generation on.
-static inline __attribute__((always_inline)) void free_slot(struct executor *ex,
-                                                            struct exec_lane *l, struct co *c) {
+// Returns whether the cache is now over its size (the caller spills it).
+static inline __attribute__((always_inline)) int free_slot(struct exec_lane *l, struct co *c) {
   uint32_t gen = c->gen + 1;
   if (gen == 0)
     gen = 1;               // after 2^32 reuses, skip the never-valid generation 0
@@ -427,8 +427,7 @@ static inline __attribute__((always_inline)) void free_slot(struct executor *ex,
   c->next = l->free;
   l->free = c;
   l->exited++;
-  if (++l->nfree > EXEC_LANE_FREE_MAX)
-    spill_free(ex, l);
+  return ++l->nfree > EXEC_LANE_FREE_MAX;
 }
 
 // Put the coroutine that just returned from poll where its result says; the
@@ -436,7 +435,8 @@ static inline __attribute__((always_inline)) void free_slot(struct executor *ex,
 static inline __attribute__((always_inline)) void settle(struct executor *ex, struct exec_lane *l,
                                                          struct co *c, int result) {
   if (result == CO_DONE) {
-    free_slot(ex, l, c);
+    if (free_slot(l, c))
+      spill_free(ex, l);
   } else if (result == CO_PENDING && !c->wake_pending) {
     c->state = CO_BLOCKED;
   } else {
@@ -579,15 +579,7 @@ struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int
       return prev;
     }
     if (prev_result == CO_DONE) {
-      uint32_t gen = prev->gen + 1;
-      __atomic_store_n(&prev->gen, gen ? gen : 1, __ATOMIC_RELAXED);
-      __atomic_store_n(&prev->state, CO_FREE, __ATOMIC_RELAXED);
-      prev->poll = 0;
-      prev->arg = 0;
-      prev->next = l->free;
-      l->free = prev;
-      l->exited++;
-      l->nfree++;
+      (void)free_slot(l, prev);  // (an overfull cache is spilled below, by a tail call)
     } else if (prev_result == CO_PENDING && !prev->wake_pending) {
       prev->state = CO_BLOCKED;
     } else {
