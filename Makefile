@@ -41,7 +41,7 @@ all: $(KERNEL)
 
 # The kernel: its own sources, the shared executor from vdso/, and the in-kernel
 # tests and benchmarks (selected at boot by the command line).
-KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/switch.S \
+KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/switch.S vdso/ces.c \
         $(wildcard tests/kernel/*.c)
 KOBJ := $(patsubst %,$(BUILD)/%.o,$(KSRC))
 
@@ -118,7 +118,7 @@ $(BUILD)/kernel/initrd.S.o: KCFLAGS += -DINITRD_PATH=\"$(INITRD)\"
 
 # The vDSO image: the shared executor built for user space (user/exec_arch.h),
 # linked at USER_VDSO, flattened, and embedded by kernel/vdso_image.S.
-VDSO_SRC := vdso/vdso_table.c vdso/executor.c vdso/stackful.c vdso/switch.S
+VDSO_SRC := vdso/vdso_table.c vdso/executor.c vdso/stackful.c vdso/switch.S vdso/ces.c
 VDSO_OBJ := $(patsubst %,$(BUILD)/vdso-image/%.o,$(VDSO_SRC))
 VCFLAGS := $(filter-out -Ikernel -Ivdso -Itests/kernel,$(KCFLAGS)) -Iuser -Ivdso -Ikernel
 $(BUILD)/vdso-image/%.c.o: %.c | deps

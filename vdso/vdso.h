@@ -1,7 +1,8 @@
 // The vDSO: the shared scheduler image that every process has mapped read+exec
-// at USER_VDSO (kernel/abi.h). It is built once from the same executor and
-// stackful sources the kernel links (vdso/executor.c, stackful.c, switch.S),
-// linked at its fixed user address, and starts with this versioned table of
+// at USER_VDSO (kernel/abi.h). It is built once from the same executor,
+// stackful and CES mutex sources the kernel links (vdso/executor.c,
+// stackful.c, switch.S, ces.c), linked at its fixed user address, and
+// starts with this versioned table of
 // entry points. The user runtime (user/cops.c) calls the scheduler only through
 // the table, so a newer kernel can ship a newer image behind the same table.
 #ifndef VDSO_H
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include "executor.h"
 #include "stackful.h"
+#include "ces.h"
 
 #define VDSO_MAGIC 0x4f53445643524f43ULL   // "CORCVDSO"
 #define VDSO_VERSION 1
@@ -29,6 +31,12 @@ struct vdso_table {
   void (*stackful_init)(struct stackful *, void *, size_t, void (*)(void *), void *, int,
                         void (*)(struct stackful *));
   void (*full_switch)(struct full_ctx *, const struct full_ctx *);
+  // CES mutexes (vdso/ces.h); added after the first release of version 1, so a
+  // caller checks that `size` covers them.
+  void (*ces_init)(struct ces_mutex *, const struct ces_env *, uint32_t);
+  void (*ces_run)(struct ces_mutex *, void (*)(void *), void *);
+  void (*ces_lock)(struct ces_mutex *, struct ces_node *);
+  void (*ces_unlock)(struct ces_mutex *, struct ces_node *);
 };
 
 #endif

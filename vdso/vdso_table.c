@@ -17,4 +17,8 @@ const struct vdso_table vdso_table = {
   .exec_check = exec_check,
   .stackful_init = stackful_init,
   .full_switch = full_switch,
+  .ces_init = ces_init,
+  .ces_run = ces_run,
+  .ces_lock = ces_lock,
+  .ces_unlock = ces_unlock,
 };

@@ -1,0 +1,135 @@
+// The CES mutex (see ces.h): an MCS-style queue of requests whose head is the
+// holder. No data of its own (it is part of the shared, read-only vDSO image).
+//
+// Publication (lock-free, no shared word to spin on): a caller fills a node and
+// swaps it into m->tail. If the old tail was NULL the lock was free and the
+// caller holds it now; otherwise it links itself behind the old tail
+// (prev->next = n) and blocks on its own node. Each node is written by exactly
+// two parties, its owner and the one holder that reaches it, so waiters never
+// share a cache line.
+//
+// Combining: the holder runs its section, then walks the queue: for each next
+// node it runs that node's section and finishes the node (state DONE, then a
+// wake with env->wake_elsewhere). The walk stops when
+//   - the queue is empty: the holder swings m->tail from its last node back to
+//     NULL and the lock is free;
+//   - the next node is a lock-form node, or this turn has run m->batch
+//     sections: the holder makes that node the owner (state OWNER, env->wake)
+//     and returns to its own continuation. The new owner runs its section and
+//     goes on combining.
+// Order and fairness: sections run in exactly the order the nodes were swapped
+// into m->tail, the linearization point of a request. Nothing overtakes; the
+// batch rule only decides which coroutine runs them. A combiner's own
+// continuation waits for at most batch - 1 sections of others.
+//
+// Memory ordering:
+//   - the swap into m->tail is acq_rel: release publishes the node's fields to
+//     whoever finds it through tail, acquire makes the previous holder's
+//     section visible to a caller that found the lock free;
+//   - prev->next = n is a release store, read with acquire by the holder, so
+//     the holder sees fn, arg and cid;
+//   - DONE and OWNER are release stores, read with acquire by the waiter: it
+//     sees everything its section (run elsewhere) and the sections before it
+//     wrote. The holder reads the node's cid before it stores DONE, because
+//     from then on the waiter may return and its node (on its stack) is gone;
+//   - freeing the lock is a release compare-and-swap of m->tail.
+// A woken waiter re-checks its state, so early or stale wakes are harmless.
+//
+// One short spin remains, as in MCS: a caller that has swapped itself into
+// m->tail but not yet linked itself (two instructions later) is invisible to a
+// holder that wants to free the lock; the holder waits for the link, calling
+// env->relax between polls (user space yields the hart there, in case that
+// caller's thread was preempted in between).
+#include "ces.h"
+
+void ces_init(struct ces_mutex *m, const struct ces_env *env, uint32_t batch) {
+  m->tail = 0;
+  m->env = env;
+  m->batch = batch ? batch : CES_BATCH_DEFAULT;
+  m->sections = m->combined = m->handoffs = 0;
+}
+
+// Queue n. Returns 1 if the lock was free: then n holds it.
+static int enqueue(struct ces_mutex *m, struct ces_node *n) {
+  n->next = 0;
+  n->state = CES_WAITING;
+  struct ces_node *prev = __atomic_exchange_n(&m->tail, n, __ATOMIC_ACQ_REL);
+  if (!prev)
+    return 1;
+  __atomic_store_n(&prev->next, n, __ATOMIC_RELEASE);
+  return 0;
+}
+
+// Block until the holder has run our section (DONE) or handed us the lock (OWNER).
+static uint32_t wait_turn(struct ces_mutex *m, struct ces_node *n) {
+  uint32_t s;
+  while ((s = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) == CES_WAITING)
+    m->env->block();
+  return s;
+}
+
+// The node queued after cur, or NULL once the lock has been freed (cur was last).
+static struct ces_node *successor(struct ces_mutex *m, struct ces_node *cur) {
+  struct ces_node *next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE);
+  if (next)
+    return next;
+  struct ces_node *expect = cur;
+  if (__atomic_compare_exchange_n(&m->tail, &expect, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    return 0;
+  // Someone swapped in behind cur and is about to link itself.
+  for (uint32_t spins = 0; !(next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE)); spins++)
+    m->env->relax(spins);
+  return next;
+}
+
+// The holder's turn: `self` (its own node) has run its section; run what is
+// queued behind it (ran = sections run in this turn so far), then free the lock
+// or hand it on.
+static void combine(struct ces_mutex *m, struct ces_node *self, uint32_t ran) {
+  struct ces_node *cur = self;
+  for (;;) {
+    struct ces_node *next = successor(m, cur);
+    if (cur != self) {                    // finish a request we ran for its owner
+      cid_t cid = cur->cid;
+      __atomic_store_n(&cur->state, CES_DONE, __ATOMIC_RELEASE);
+      m->env->wake_elsewhere(cid);
+    }
+    if (!next)
+      return;                             // the lock is free
+    if (!next->fn || ran >= m->batch) {   // hand the lock (and the queue) on
+      m->handoffs++;
+      cid_t cid = next->cid;
+      __atomic_store_n(&next->state, CES_OWNER, __ATOMIC_RELEASE);
+      m->env->wake(cid);
+      return;
+    }
+    next->fn(next->arg);
+    m->sections++;
+    m->combined++;
+    ran++;
+    cur = next;
+  }
+}
+
+void ces_run(struct ces_mutex *m, void (*fn)(void *), void *arg) {
+  struct ces_node n = { .fn = fn, .arg = arg, .cid = m->env->current() };
+  if (!enqueue(m, &n) && wait_turn(m, &n) == CES_DONE)
+    return;                               // a combiner ran it for us
+  // We hold the lock: free, or handed to us at a combiner's batch limit.
+  fn(arg);
+  m->sections++;
+  combine(m, &n, 1);
+}
+
+void ces_lock(struct ces_mutex *m, struct ces_node *n) {
+  n->fn = 0;
+  n->arg = 0;
+  n->cid = m->env->current();
+  if (!enqueue(m, n))
+    (void)wait_turn(m, n);                // a lock-form node is only ever made OWNER
+}
+
+void ces_unlock(struct ces_mutex *m, struct ces_node *n) {
+  m->sections++;
+  combine(m, n, 1);
+}
