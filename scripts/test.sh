@@ -146,8 +146,8 @@ part_done kernel
 #      usertests (every system call with bad input, faults, kills, leaks),
 #      coptest (the COPS API on the vDSO executor), asynctest (async calls,
 #      completion ring, user interrupts), threadtest, socktest, priotest,
-#      cputest and the paper's two examples. Each prints "<prog>: PASS|FAIL
-#      name". user_suite runs them all on the QEMU in $QEMU with -cpu $QEMU_CPU;
+#      cputest, cestest (CES mutexes) and the paper's two examples. Each
+#      prints "<prog>: PASS|FAIL name". user_suite runs them all on the QEMU in $QEMU with -cpu $QEMU_CPU;
 #      it runs once on stock QEMU (emulated user interrupts) and once on ours
 #      with the N extension (native), check names prefixed by PREFIX ----
 # user_prog PREFIX NAME SMP ARGS: boot with user=ARGS; tally the program's lines.
@@ -181,6 +181,10 @@ user_suite() {   # user_suite PREFIX
   # alloc_cpu: one process's executor on two threads (needs 2 harts or more)
   for smp in 2 4; do
     user_prog "$prefix" "cputest-smp$smp" $smp cputest
+  done
+  # the CES mutex from coroutines on two threads (alloc_cpu)
+  for smp in 2 4; do
+    user_prog "$prefix" "cestest-smp$smp" $smp cestest
   done
   # the paper's two example programs run to completion
   local demo want log

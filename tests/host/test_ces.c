@@ -6,6 +6,7 @@
 // is known without any timing assumption.
 #include "check.h"
 #include "ces.h"
+#include "../ces_check.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -167,34 +168,21 @@ static void test_lock_form_node_stops_combining(void) {
 #define STRESS_THREADS 4
 #define STRESS_OPS 20000
 static struct ces_mutex stress_m;
-static uint64_t counter;             // updated non-atomically inside sections
-static int inside;                   // 1 while a section runs
-static int overlaps;
+static struct ces_check chk;
 static uint8_t ran_count[STRESS_THREADS][STRESS_OPS];
-static int last_seq[STRESS_THREADS];
-static int order_errors;
 
-struct sreq { int thread, seq; };
 static void stress_section(void *arg) {
-  struct sreq *r = arg;
-  if (__atomic_exchange_n(&inside, 1, __ATOMIC_RELAXED))
-    overlaps++;
-  uint64_t v = counter;              // read-modify-write with a gap: lost
-  for (volatile int i = 0; i < 10; i++)   // updates show if two overlap
-    ;
-  counter = v + 1;
-  ran_count[r->thread][r->seq]++;
-  if (r->seq != last_seq[r->thread] + 1)   // a thread's requests keep their order
-    order_errors++;
-  last_seq[r->thread] = r->seq;
-  __atomic_store_n(&inside, 0, __ATOMIC_RELAXED);
+  struct ces_check_req *r = arg;
+  ces_check_section(&chk, r);
+  ran_count[r->co][r->seq]++;
 }
 
 static void *stress_main(void *arg) {
   int t = (int)(intptr_t)arg;
   my_cid = (cid_t)(t + 1);
   for (int i = 0; i < STRESS_OPS; i++) {
-    struct sreq r = { t, i };
+    // each thread is one coroutine and one queue; its requests in order
+    struct ces_check_req r = { .co = t, .seq = i, .queue = (uint32_t)t, .ticket = (uint64_t)i + 1 };
     if (i % 3 == 2) {
       struct ces_node n;
       ces_lock(&stress_m, &n);
@@ -209,16 +197,16 @@ static void *stress_main(void *arg) {
 
 static void test_stress_exclusion_and_exactly_once(void) {
   ces_init(&stress_m, &host_env, 8);
-  for (int t = 0; t < STRESS_THREADS; t++)
-    last_seq[t] = -1;
+  ces_check_reset(&chk);
   pthread_t th[STRESS_THREADS];
   for (int t = 0; t < STRESS_THREADS; t++)
     pthread_create(&th[t], 0, stress_main, (void *)(intptr_t)t);
   for (int t = 0; t < STRESS_THREADS; t++)
     pthread_join(th[t], 0);
-  CHECK_EQ(counter, (uint64_t)STRESS_THREADS * STRESS_OPS);
-  CHECK_EQ(overlaps, 0);
-  CHECK_EQ(order_errors, 0);
+  CHECK_EQ(chk.counter, (uint64_t)STRESS_THREADS * STRESS_OPS);
+  CHECK_EQ(chk.overlaps, 0);
+  CHECK_EQ(chk.order_errors, 0);
+  CHECK_EQ(chk.queue_order_errors, 0);
   int bad = 0;
   for (int t = 0; t < STRESS_THREADS; t++)
     for (int i = 0; i < STRESS_OPS; i++)

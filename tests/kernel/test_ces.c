@@ -10,6 +10,7 @@
 #include "printf.h"
 #include "riscv.h"
 #include "timer.h"
+#include "../ces_check.h"
 
 // ---- a known queue: order and batch rule across harts ----
 #define Q_N 10
@@ -85,46 +86,29 @@ KTEST(ces_fifo_order_and_batch_rule) {
 #define S_OPS 400
 #define S_BATCH 4
 static struct ces_mutex s_m;
+static struct ces_check s_chk;
 static volatile uint32_t s_done;
-static uint64_t s_counter;                  // non-atomic read-modify-write inside
-static volatile uint32_t s_inside, s_overlaps, s_order_errors, s_hart_order_errors;
 static uint8_t s_ran[S_COS][S_OPS];
-static int s_last_seq[S_COS];
-// Per hart: tickets taken just before a request is queued (no coroutine switch
-// between the two on that hart, so ticket order is queue order there), and the
-// last ticket of that hart whose section ran.
-static uint64_t s_ticket[BOARD_MAX_HARTS], s_last_ticket[BOARD_MAX_HARTS];
+static uint64_t s_ticket[BOARD_MAX_HARTS];   // per hart: requests queued from it
 
-struct s_req { int co, seq; uint32_t hart; uint64_t ticket; };
+_Static_assert(S_COS <= CES_CHECK_COS && BOARD_MAX_HARTS <= CES_CHECK_QUEUES, "ces_check.h sizes");
 
 static void s_section(void *arg) {
-  struct s_req *r = arg;
-  if (__atomic_exchange_n(&s_inside, 1, __ATOMIC_RELAXED))
-    s_overlaps++;
-  uint64_t v = s_counter;
-  for (volatile int i = 0; i < 20; i++)     // widen the window a lost update needs
-    ;
-  s_counter = v + 1;
+  struct ces_check_req *r = arg;
+  ces_check_section(&s_chk, r);
   s_ran[r->co][r->seq]++;
-  if (r->seq != s_last_seq[r->co] + 1)
-    s_order_errors++;
-  s_last_seq[r->co] = r->seq;
-  if (r->ticket <= s_last_ticket[r->hart])  // overtaken by a later request of its hart
-    s_hart_order_errors++;
-  s_last_ticket[r->hart] = r->ticket;
-  __atomic_store_n(&s_inside, 0, __ATOMIC_RELAXED);
 }
 
 static void s_worker(void *arg) {
   int co = (int)(uintptr_t)arg;
   uint64_t x = (uint64_t)co * 0x9e3779b97f4a7c15ULL + 1;
   for (int i = 0; i < S_OPS; i++) {
-    struct s_req r = { .co = co, .seq = i };
+    struct ces_check_req r = { .co = co, .seq = i };
     // The ticket is taken on the hart that queues the request: nothing else
     // runs on it in between (coroutines switch only when they yield or block,
     // and interrupt handlers take no CES mutex).
-    r.hart = this_hart()->index;
-    r.ticket = ++s_ticket[r.hart];
+    r.queue = this_hart()->index;
+    r.ticket = ++s_ticket[r.queue];
     if (i % 4 == 3) {
       struct ces_node n;
       ces_lock(&s_m, &n);
@@ -153,20 +137,16 @@ KTEST(ces_stress_exclusion_fifo_exactly_once) {
   kces_init(&s_m);
   s_m.batch = S_BATCH;
   s_done = 0;
-  s_counter = 0;
-  s_inside = s_overlaps = s_order_errors = s_hart_order_errors = 0;
+  ces_check_reset(&s_chk);
   memset(s_ran, 0, sizeof s_ran);
-  for (int i = 0; i < S_COS; i++)
-    s_last_seq[i] = -1;
-  for (int h = 0; h < BOARD_MAX_HARTS; h++)
-    s_ticket[h] = s_last_ticket[h] = 0;
+  memset(s_ticket, 0, sizeof s_ticket);
   for (int i = 0; i < S_COS; i++)
     KREQUIRE(kco_spawn_stackful(s_worker, (void *)(uintptr_t)i, KTEST_PRIO, 0) > 0);
   KREQUIRE(ktest_wait_count(&s_done, S_COS, KTEST_PATIENCE_MS));
-  KCHECK_EQ(s_counter, S_COS * S_OPS);
-  KCHECK_EQ(s_overlaps, 0);
-  KCHECK_EQ(s_order_errors, 0);
-  KCHECK_EQ(s_hart_order_errors, 0);
+  KCHECK_EQ(s_chk.counter, S_COS * S_OPS);
+  KCHECK_EQ(s_chk.overlaps, 0);
+  KCHECK_EQ(s_chk.order_errors, 0);
+  KCHECK_EQ(s_chk.queue_order_errors, 0);
   int bad = 0;
   for (int i = 0; i < S_COS; i++)
     for (int k = 0; k < S_OPS; k++)

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# make bench-smp: SMP benchmarks; writes docs/results/smp.md.
+#   1. The CES paper's mutex microbenchmark (tests/kernel/bench_smp.c, bootargs
+#      "benchsmp"): a spinlock, a FIFO hand-off mutex and the CES mutex at
+#      -smp 1, 2 and 4, WITHOUT -icount (under -icount QEMU runs all harts
+#      round robin on one host thread, so no parallel speed could show). Each
+#      point boots BOOTS times and each boot runs every lock 3 times,
+#      interleaved; the table gives the median in operations per second and
+#      the ratio to the spinlock of the same hart count.
+#   2. matrixd at -smp 1 and 2: a marked place for the rows the scheduler work
+#      adds (matrixd_rows below).
+# Prints the BENCH lines as it goes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/qemu-lib.sh     # BUILD, QEMU, OPENSBI, QEMU_LIMIT, coral_qemu
+OUT=${OUT:-docs/results/smp.md}
+BOOTS=${BOOTS:-3}
+log=$BUILD/bench-smp.log
+mkdir -p "$BUILD" "$(dirname "$OUT")"
+: > "$log"
+
+for smp in 1 2 4; do
+  for b in $(seq "$BOOTS"); do
+    one=$BUILD/bench-smp-$smp-$b.log
+    coral_qemu "$smp" 256M "benchsmp" < /dev/null > "$one" 2>&1 || true
+    if ! grep -q '^BENCH DONE' "$one"; then
+      echo "bench-smp: the run at -smp $smp (boot $b) did not finish; see $one" >&2
+      exit 1
+    fi
+    tr -d '\r' < "$one" | grep '^BENCH name=' | tee -a "$log"
+  done
+done
+
+# ---- matrixd at -smp 1 and 2 (KCUC, KCUT, KTUT, KTUC) --------------------
+# MATRIXD ROWS: to be added with the per-hart scheduler (issue 13, part 1 and
+# the matrixd half of part 3). Print markdown table rows here, one per model:
+#   | model | req/s smp1 | req/s smp2 | smp2/smp1 | p99 smp1 | p99 smp2 |
+matrixd_rows() {
+  echo "| (not measured yet) | | | | | |"
+}
+
+host_cpus=$(nproc)
+qemu_version=$("$QEMU" --version | head -1 | sed 's/QEMU emulator version //')
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$log" "$OUT" "$BOOTS" "$host_cpus" "$qemu_version" "$load" "$(date -u +%Y-%m-%d)" \
+  "$(matrixd_rows)" <<'PY'
+import re, statistics, sys
+log, out, boots, cpus, qver, load, day, mrows = sys.argv[1:9]
+vals = {}
+for line in open(log):
+    m = re.match(r"BENCH name=(\w+)_smp(\d+) value=([0-9.]+) unit=(\S+)", line)
+    if m:
+        vals.setdefault((m[1], int(m[2])), []).append(float(m[3]))
+med = {k: statistics.median(v) for k, v in vals.items()}
+runs = {k: len(v) for k, v in vals.items()}
+harts = [1, 2, 4]
+locks = [("spin", "spinlock (kernel/spinlock.c)"),
+         ("handoff", "FIFO hand-off mutex (ces_lock/ces_unlock)"),
+         ("ces", "CES mutex (ces_run)")]
+def ops(l, h):
+    v = med.get((l, h))
+    return f"{v / 1e6:.2f} M" if v else "n/a"
+def ratio(l, h):
+    v, s = med.get((l, h)), med.get(("spin", h))
+    return f"{v / s:.2f}" if v and s else "n/a"
+L = []
+L.append("# SMP benchmarks")
+L.append("")
+L.append(f"Produced by `make bench-smp` (scripts/bench-smp.sh) on {day}: QEMU {qver},")
+L.append("machine virt, 256 MiB, **without** `-icount` (QEMU runs each hart on its own host")
+L.append("thread; under `-icount` it would run them round robin on one, and no parallel")
+L.append("speed could show). Time is guest time from the `time` CSR, which then follows the")
+L.append(f"host's clock. The host has **{cpus} cores**, shared with other jobs while this ran")
+L.append(f"(load average {load} at the end): `-smp 4` oversubscribes it, so its column is a")
+L.append("correctness point, not a speed point, and every figure is noisy. Compare the")
+L.append("ratios within one column, which were measured in the same boots, interleaved;")
+L.append("do not compare absolute figures across runs or machines.")
+L.append("")
+L.append("## Mutex microbenchmark (the CES paper's shape)")
+L.append("")
+L.append("tests/kernel/bench_smp.c: 16 stackful kernel coroutines each loop 4,000 times:")
+L.append("a short critical section on shared data (a counter and three table slots, about")
+L.append("30 instructions), then independent work (a 48-step xorshift chain, about 400")
+L.append("instructions). Throughput is loop iterations per second of guest time. Each")
+L.append(f"figure is the median of {runs.get(('ces', 1), 0)} runs ({boots} boots x 3 runs, the")
+L.append("three locks interleaved within a boot).")
+L.append("")
+L.append("| lock | 1 hart ops/s | 2 harts ops/s | 4 harts ops/s | ratio to spinlock, 1 / 2 / 4 harts |")
+L.append("|---|---:|---:|---:|---:|")
+for l, name in locks:
+    L.append(f"| {name} | {ops(l, 1)} | {ops(l, 2)} | {ops(l, 4)} | "
+             f"{ratio(l, 1)} / {ratio(l, 2)} / {ratio(l, 4)} |")
+comb = " / ".join(f"{med[('ces_combined', h)]:.1f} %" if ("ces_combined", h) in med else "n/a"
+                  for h in harts)
+L.append("")
+L.append(f"Share of the CES mutex's sections that a combiner ran for another coroutine")
+L.append(f"(median; 1 / 2 / 4 harts): {comb}.")
+L.append("")
+L.append("Raw BENCH lines: build/bench-smp.log.")
+L.append("")
+L.append("## matrixd at -smp 1 and 2")
+L.append("")
+L.append("<!-- MATRIXD ROWS: filled by matrixd_rows() in scripts/bench-smp.sh -->")
+L.append("")
+L.append("| model | req/s smp1 | req/s smp2 | smp2/smp1 | p99 smp1 | p99 smp2 |")
+L.append("|---|---:|---:|---:|---:|---:|")
+L.append(mrows)
+L.append("")
+open(out, "w").write("\n".join(L) + "\n")
+PY
+echo "bench-smp: wrote $OUT"
