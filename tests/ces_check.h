@@ -14,7 +14,7 @@
 #define CES_CHECK_H
 #include <stdint.h>
 
-#define CES_CHECK_COS 32
+#define CES_CHECK_COS 48
 #define CES_CHECK_QUEUES 8
 
 struct ces_check {

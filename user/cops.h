@@ -52,12 +52,17 @@ void cops_hold_completions(int hold);
 //   cops_ces_run(m, fn, arg): run fn(arg) under m (fn must not block)
 //   cops_mutex_lock/unlock(m, &node): the caller runs its section itself;
 //     the node (any storage) must live until the unlock returns
+//   cops_ces_submit/poll(m, &node, ...): cops_ces_run in two steps, for
+//     stackless coroutines: 0 from either means "queued: return CO_PENDING
+//     and poll again when woken"; 1 means fn has run (vdso/ces.h)
 typedef struct ces_mutex cops_mutex_t;
 typedef struct ces_node cops_mutex_node_t;
 int cops_mutex_init(cops_mutex_t *m);   // 0, or -ENOSYS (the vDSO has no CES)
 void cops_ces_run(cops_mutex_t *m, void (*fn)(void *), void *arg);
 void cops_mutex_lock(cops_mutex_t *m, cops_mutex_node_t *n);
 void cops_mutex_unlock(cops_mutex_t *m, cops_mutex_node_t *n);
+int cops_ces_submit(cops_mutex_t *m, cops_mutex_node_t *n, void (*fn)(void *), void *arg);
+int cops_ces_poll(cops_mutex_t *m, cops_mutex_node_t *n);
 
 // Called by crt0: set up the executor, run main as the first coroutine, return
 // main's status when it finishes.

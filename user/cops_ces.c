@@ -29,7 +29,7 @@ static const struct ces_env cops_ces_env = {
 };
 
 int cops_mutex_init(cops_mutex_t *m) {
-  if (V->size < offsetof(struct vdso_table, ces_unlock) + sizeof V->ces_unlock)
+  if (V->size < offsetof(struct vdso_table, ces_poll) + sizeof V->ces_poll)
     return -ENOSYS;
   V->ces_init(m, &cops_ces_env, 0);
   return 0;
@@ -38,3 +38,7 @@ int cops_mutex_init(cops_mutex_t *m) {
 void cops_ces_run(cops_mutex_t *m, void (*fn)(void *), void *arg) { V->ces_run(m, fn, arg); }
 void cops_mutex_lock(cops_mutex_t *m, cops_mutex_node_t *n) { V->ces_lock(m, n); }
 void cops_mutex_unlock(cops_mutex_t *m, cops_mutex_node_t *n) { V->ces_unlock(m, n); }
+int cops_ces_submit(cops_mutex_t *m, cops_mutex_node_t *n, void (*fn)(void *), void *arg) {
+  return V->ces_submit(m, n, fn, arg);
+}
+int cops_ces_poll(cops_mutex_t *m, cops_mutex_node_t *n) { return V->ces_poll(m, n); }

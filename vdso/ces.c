@@ -60,14 +60,6 @@ static int enqueue(struct ces_mutex *m, struct ces_node *n) {
   return 0;
 }
 
-// Block until the holder has run our section (DONE) or handed us the lock (OWNER).
-static uint32_t wait_turn(struct ces_mutex *m, struct ces_node *n) {
-  uint32_t s;
-  while ((s = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) == CES_WAITING)
-    m->env->block();
-  return s;
-}
-
 // The node queued after cur, or NULL once the lock has been freed (cur was last).
 static struct ces_node *successor(struct ces_mutex *m, struct ces_node *cur) {
   struct ces_node *next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE);
@@ -111,22 +103,46 @@ static void combine(struct ces_mutex *m, struct ces_node *self, uint32_t ran) {
   }
 }
 
-void ces_run(struct ces_mutex *m, void (*fn)(void *), void *arg) {
-  struct ces_node n = { .fn = fn, .arg = arg, .cid = m->env->current() };
-  if (!enqueue(m, &n) && wait_turn(m, &n) == CES_DONE)
-    return;                               // a combiner ran it for us
-  // We hold the lock: free, or handed to us at a combiner's batch limit.
-  fn(arg);
+int ces_submit(struct ces_mutex *m, struct ces_node *n, void (*fn)(void *), void *arg) {
+  n->fn = fn;
+  n->arg = arg;
+  n->cid = m->env->current();
+  if (!enqueue(m, n))
+    return 0;                             // queued: wait for ces_poll to say 1
+  fn(arg);                                // the lock was free: run it inline
   m->sections++;
-  combine(m, &n, 1);
+  combine(m, n, 1);
+  return 1;
+}
+
+int ces_poll(struct ces_mutex *m, struct ces_node *n) {
+  uint32_t s = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE);
+  if (s == CES_WAITING)
+    return 0;
+  if (s == CES_OWNER) {                   // handed over at a combiner's batch limit:
+    n->fn(n->arg);                        // run our own section and combine on
+    m->sections++;
+    combine(m, n, 1);
+    n->state = CES_DONE;                  // no one else sees n now; a second poll
+  }                                       // must not run fn again
+  return 1;                               // (DONE: a combiner ran it for us)
+}
+
+void ces_run(struct ces_mutex *m, void (*fn)(void *), void *arg) {
+  struct ces_node n;
+  if (ces_submit(m, &n, fn, arg))
+    return;
+  while (!ces_poll(m, &n))
+    m->env->block();
 }
 
 void ces_lock(struct ces_mutex *m, struct ces_node *n) {
   n->fn = 0;
   n->arg = 0;
   n->cid = m->env->current();
-  if (!enqueue(m, n))
-    (void)wait_turn(m, n);                // a lock-form node is only ever made OWNER
+  if (!enqueue(m, n))                     // a lock-form node is only ever made OWNER
+    while (__atomic_load_n(&n->state, __ATOMIC_ACQUIRE) == CES_WAITING)
+      m->env->block();
 }
 
 void ces_unlock(struct ces_mutex *m, struct ces_node *n) {

@@ -20,9 +20,9 @@
 // The algorithm, memory ordering and fairness rule are in ces.c.
 //
 // Environment: the mutex reaches the scheduler only through struct ces_env,
-// given at ces_init (kernel: kernel/kces.c; user: user/cops.c; host tests:
-// tests/host/test_ces.c). Callers must be stackful coroutines (they may
-// block). A section fn must not block and must not depend on which coroutine
+// given at ces_init (kernel: kernel/kces.c; user: user/cops_ces.c; host
+// tests: tests/host/test_ces.c). ces_run and ces_lock block, so their callers
+// must be stackful coroutines; stackless ones use ces_submit/ces_poll. A section fn must not block and must not depend on which coroutine
 // or hart runs it: under contention another coroutine runs it for the caller.
 #ifndef CES_H
 #define CES_H
@@ -67,6 +67,14 @@ struct ces_mutex {
 void ces_init(struct ces_mutex *m, const struct ces_env *env, uint32_t batch);
 // Run fn(arg) under m (see above). Returns when fn has run.
 void ces_run(struct ces_mutex *m, void (*fn)(void *), void *arg);
+// The same in two steps, for coroutines that cannot block (stackless ones):
+// ces_submit returns 1 if fn has run, or 0 if the request is queued; then the
+// caller waits to be woken (returns CO_PENDING) and calls ces_poll, which
+// returns 1 once fn has run (it may run it, and combine, itself) and 0 while
+// the request still waits. n must stay valid until then; ces_run is these
+// two with n on the caller's stack.
+int ces_submit(struct ces_mutex *m, struct ces_node *n, void (*fn)(void *), void *arg);
+int ces_poll(struct ces_mutex *m, struct ces_node *n);
 // The lock form: the caller runs its section itself between the two.
 void ces_lock(struct ces_mutex *m, struct ces_node *n);
 void ces_unlock(struct ces_mutex *m, struct ces_node *n);

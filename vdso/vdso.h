@@ -37,6 +37,8 @@ struct vdso_table {
   void (*ces_run)(struct ces_mutex *, void (*)(void *), void *);
   void (*ces_lock)(struct ces_mutex *, struct ces_node *);
   void (*ces_unlock)(struct ces_mutex *, struct ces_node *);
+  int (*ces_submit)(struct ces_mutex *, struct ces_node *, void (*)(void *), void *);
+  int (*ces_poll)(struct ces_mutex *, struct ces_node *);
 };
 
 #endif

@@ -21,4 +21,6 @@ const struct vdso_table vdso_table = {
   .ces_run = ces_run,
   .ces_lock = ces_lock,
   .ces_unlock = ces_unlock,
+  .ces_submit = ces_submit,
+  .ces_poll = ces_poll,
 };

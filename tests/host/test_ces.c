@@ -164,6 +164,41 @@ static void test_lock_form_node_stops_combining(void) {
   CHECK_EQ(m.combined, 2);
 }
 
+// The two-step form for coroutines that cannot block, on one thread: while
+// the lock is held a submit queues (0) and polls say 0; the holder's unlock
+// runs the section and then a poll says 1. With a batch of 1 the unlock hands
+// the lock over instead, and the poll runs the section itself. A second poll
+// never runs it again.
+static void test_submit_poll_stackless_form(void) {
+  struct ces_mutex m;
+  for (uint32_t batch = 1; batch <= 2; batch++) {
+    ces_init(&m, &host_env, batch);
+    reset_counts();
+    nlog = 0;
+    my_cid = 1;
+    struct ces_node own, n;
+    ces_lock(&m, &own);
+    my_cid = 2;
+    struct req r = { 5 };
+    CHECK_EQ(ces_submit(&m, &n, log_section, &r), 0);
+    CHECK_EQ(ces_poll(&m, &n), 0);
+    CHECK_EQ(nlog, 0);
+    my_cid = 1;
+    ces_unlock(&m, &own);
+    CHECK_EQ(nlog, batch == 2 ? 1 : 0);   // combined by the holder, or not yet
+    my_cid = 2;
+    CHECK_EQ(ces_poll(&m, &n), 1);
+    CHECK_EQ(ces_poll(&m, &n), 1);
+    CHECK_EQ(nlog, 1);
+    CHECK_EQ(ran_by[0], batch == 2 ? 1 : 2);
+    CHECK_EQ(wakes, batch == 2 ? 0 : 1);
+    CHECK_EQ(wakes_elsewhere, batch == 2 ? 1 : 0);
+    CHECK(m.tail == 0);
+    CHECK_EQ(m.sections, 2);
+    check_context(" [batch %u]", batch);
+  }
+}
+
 // ---- stress: threads hammer one mutex in both forms ----
 #define STRESS_THREADS 4
 #define STRESS_OPS 20000
@@ -224,5 +259,6 @@ CHECK_MAIN_BEGIN("test_ces")
   RUN_TEST(test_fifo_order_and_batch_rule);
   RUN_TEST(test_lock_form_is_fifo_handoff);
   RUN_TEST(test_lock_form_node_stops_combining);
+  RUN_TEST(test_submit_poll_stackless_form);
   RUN_TEST(test_stress_exclusion_and_exactly_once);
 CHECK_MAIN_END

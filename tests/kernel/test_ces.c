@@ -82,16 +82,17 @@ KTEST(ces_fifo_order_and_batch_rule) {
 }
 
 // ---- stress: many coroutines, both forms, every hart ----
-#define S_COS 32
+#define S_COS 32                             // stackful: ces_run and the lock form
+#define S_SL 8                               // stackless: ces_submit / ces_poll
 #define S_OPS 400
 #define S_BATCH 4
 static struct ces_mutex s_m;
 static struct ces_check s_chk;
 static volatile uint32_t s_done;
-static uint8_t s_ran[S_COS][S_OPS];
+static uint8_t s_ran[S_COS + S_SL][S_OPS];
 static uint64_t s_ticket[BOARD_MAX_HARTS];   // per hart: requests queued from it
 
-_Static_assert(S_COS <= CES_CHECK_COS && BOARD_MAX_HARTS <= CES_CHECK_QUEUES, "ces_check.h sizes");
+_Static_assert(S_COS + S_SL <= CES_CHECK_COS && BOARD_MAX_HARTS <= CES_CHECK_QUEUES, "ces_check.h sizes");
 
 static void s_section(void *arg) {
   struct ces_check_req *r = arg;
@@ -127,9 +128,38 @@ static void s_worker(void *arg) {
   __atomic_fetch_add(&s_done, 1, __ATOMIC_SEQ_CST);
 }
 
-// 32 coroutines x 400 requests, a quarter in the lock form (whose holders
-// sometimes yield, so requests queue and are combined even on one hart), a
-// batch of 4 so the combiner role moves often: no two sections overlap, the counter equals
+// A stackless worker: the same requests through ces_submit/ces_poll, its
+// request and node kept in its state while it waits.
+struct s_stackless { int co, i, queued; struct ces_node n; struct ces_check_req r; };
+static struct s_stackless s_sl[S_SL];
+
+static int s_stackless_poll(void *arg) {
+  struct s_stackless *w = arg;
+  for (;;) {
+    if (w->queued) {
+      if (!ces_poll(&s_m, &w->n))
+        return CO_PENDING;               // woken early: still queued
+      w->queued = 0;
+      w->i++;
+    }
+    if (w->i == S_OPS) {
+      __atomic_fetch_add(&s_done, 1, __ATOMIC_SEQ_CST);
+      return CO_DONE;
+    }
+    uint32_t h = this_hart()->index;
+    w->r = (struct ces_check_req){ .co = w->co, .seq = w->i, .queue = h, .ticket = ++s_ticket[h] };
+    if (!ces_submit(&s_m, &w->n, s_section, &w->r)) {
+      w->queued = 1;
+      return CO_PENDING;
+    }
+    if (++w->i % 8 == 0)
+      return CO_YIELD;
+  }
+}
+
+// 32 stackful coroutines x 400 requests, a quarter in the lock form (whose
+// holders sometimes yield, so requests queue and are combined even on one
+// hart), and 8 stackless ones; a batch of 4 so the combiner role moves often: no two sections overlap, the counter equals
 // the number of requests, each request ran exactly once, each coroutine's
 // requests ran in its order, and each hart's requests in the order that hart
 // queued them (FIFO).
@@ -142,18 +172,22 @@ KTEST(ces_stress_exclusion_fifo_exactly_once) {
   memset(s_ticket, 0, sizeof s_ticket);
   for (int i = 0; i < S_COS; i++)
     KREQUIRE(kco_spawn_stackful(s_worker, (void *)(uintptr_t)i, KTEST_PRIO, 0) > 0);
-  KREQUIRE(ktest_wait_count(&s_done, S_COS, KTEST_PATIENCE_MS));
-  KCHECK_EQ(s_chk.counter, S_COS * S_OPS);
+  for (int i = 0; i < S_SL; i++) {
+    s_sl[i] = (struct s_stackless){ .co = S_COS + i };
+    KREQUIRE(kco_spawn(s_stackless_poll, &s_sl[i], KTEST_PRIO) > 0);
+  }
+  KREQUIRE(ktest_wait_count(&s_done, S_COS + S_SL, KTEST_PATIENCE_MS));
+  KCHECK_EQ(s_chk.counter, (S_COS + S_SL) * S_OPS);
   KCHECK_EQ(s_chk.overlaps, 0);
   KCHECK_EQ(s_chk.order_errors, 0);
   KCHECK_EQ(s_chk.queue_order_errors, 0);
   int bad = 0;
-  for (int i = 0; i < S_COS; i++)
+  for (int i = 0; i < S_COS + S_SL; i++)
     for (int k = 0; k < S_OPS; k++)
       bad += s_ran[i][k] != 1;
   KCHECK_EQ(bad, 0);
   KCHECK(s_m.tail == 0);
-  KCHECK_EQ(s_m.sections, S_COS * S_OPS);
+  KCHECK_EQ(s_m.sections, (S_COS + S_SL) * S_OPS);
   KCHECK(s_m.combined > 0);
   KCHECK(s_m.handoffs > 0);
   kprintf("ces stress: %u harts, %lu sections, %lu combined, %lu hand-offs\n", nharts_online,
