@@ -34,6 +34,10 @@
 //     from then on the waiter may return and its node (on its stack) is gone;
 //   - freeing the lock is a release compare-and-swap of m->tail.
 // A woken waiter re-checks its state, so early or stale wakes are harmless.
+// The other way round, a requester may see DONE before the combiner's wake
+// has arrived (it looked once more before blocking); that wake then ends its
+// next wait early, which every wait in Coral tolerates (they re-check their
+// condition). Waking before storing DONE instead could lose the wake.
 //
 // One short spin remains, as in MCS: a caller that has swapped itself into
 // m->tail but not yet linked itself (two instructions later) is invisible to a
