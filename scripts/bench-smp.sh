@@ -90,11 +90,12 @@ L.append("|---|---:|---:|---:|---:|")
 for l, name in locks:
     L.append(f"| {name} | {ops(l, 1)} | {ops(l, 2)} | {ops(l, 4)} | "
              f"{ratio(l, 1)} / {ratio(l, 2)} / {ratio(l, 4)} |")
-comb = " / ".join(f"{med[('ces_combined', h)]:.1f} %" if ("ces_combined", h) in med else "n/a"
-                  for h in harts)
+def pct(key):
+    return " / ".join(f"{med[(key, h)]:.1f} %" if (key, h) in med else "n/a" for h in harts)
 L.append("")
-L.append(f"Share of the CES mutex's sections that a combiner ran for another coroutine")
-L.append(f"(median; 1 / 2 / 4 harts): {comb}.")
+L.append("How often a request found the lock held and queued (median, 1 / 2 / 4 harts):")
+L.append(f"hand-off mutex {pct('handoff_waited')}; CES mutex {pct('ces_waited')}, of which")
+L.append(f"a combiner ran {pct('ces_combined')} of all requests for their coroutine.")
 L.append("")
 L.append("Reading the table:")
 L.append("")

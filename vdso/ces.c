@@ -9,18 +9,27 @@
 // share a cache line.
 //
 // Combining: the holder runs its section, then walks the queue: for each next
-// node it runs that node's section and finishes the node (state DONE, then a
-// wake with env->wake_elsewhere). The walk stops when
+// node it runs that node's section and hands the node over as DONE, waking
+// its coroutine with env->wake_elsewhere. The walk stops when
 //   - the queue is empty: the holder swings m->tail from its last node back to
 //     NULL and the lock is free;
 //   - the next node is a lock-form node, or this turn has run m->batch
-//     sections: the holder makes that node the owner (state OWNER, env->wake)
-//     and returns to its own continuation. The new owner runs its section and
-//     goes on combining.
+//     sections: the holder hands that node over as OWNER (waking it with
+//     env->wake) and returns to its own continuation. The new owner runs its
+//     section and goes on combining.
 // Order and fairness: sections run in exactly the order the nodes were swapped
 // into m->tail, the linearization point of a request. Nothing overtakes; the
 // batch rule only decides which coroutine runs them. A combiner's own
 // continuation waits for at most batch - 1 sections of others.
+//
+// Waiting: a queued caller may poll its node m->spin times (0 by default:
+// CES's point is that the waiter's hart does other work), then moves its
+// state from WAITING to SLEEPING with a compare-and-swap and blocks. The
+// holder hands over with an atomic exchange of the state and wakes the
+// coroutine only if the old state was SLEEPING. Both are read-modify-writes
+// of one word, so one of them sees the other: a wake cannot be lost, and a
+// caller that has not gone to sleep gets none (no stray wake ends a later,
+// unrelated wait early). A woken caller re-checks its state anyway.
 //
 // Memory ordering:
 //   - the swap into m->tail is acq_rel: release publishes the node's fields to
@@ -28,16 +37,12 @@
 //     section visible to a caller that found the lock free;
 //   - prev->next = n is a release store, read with acquire by the holder, so
 //     the holder sees fn, arg and cid;
-//   - DONE and OWNER are release stores, read with acquire by the waiter: it
-//     sees everything its section (run elsewhere) and the sections before it
-//     wrote. The holder reads the node's cid before it stores DONE, because
-//     from then on the waiter may return and its node (on its stack) is gone;
+//   - the hand-over exchange and the caller's compare-and-swap are acq_rel:
+//     the caller sees everything its section (run elsewhere) and the sections
+//     before it wrote. The holder reads the node's cid before the exchange,
+//     because from then on the caller may return and its node (on its stack)
+//     is gone;
 //   - freeing the lock is a release compare-and-swap of m->tail.
-// A woken waiter re-checks its state, so early or stale wakes are harmless.
-// The other way round, a requester may see DONE before the combiner's wake
-// has arrived (it looked once more before blocking); that wake then ends its
-// next wait early, which every wait in Coral tolerates (they re-check their
-// condition). Waking before storing DONE instead could lose the wake.
 //
 // One short spin remains, as in MCS: a caller that has swapped itself into
 // m->tail but not yet linked itself (two instructions later) is invisible to a
@@ -50,6 +55,7 @@ void ces_init(struct ces_mutex *m, const struct ces_env *env, uint32_t batch) {
   m->tail = 0;
   m->env = env;
   m->batch = batch ? batch : CES_BATCH_DEFAULT;
+  m->spin = 0;
   m->sections = m->combined = m->handoffs = 0;
 }
 
@@ -62,6 +68,28 @@ static int enqueue(struct ces_mutex *m, struct ces_node *n) {
     return 1;
   __atomic_store_n(&prev->next, n, __ATOMIC_RELEASE);
   return 0;
+}
+
+// The holder's side of a hand-over: publish `to` (DONE or OWNER) in n and
+// wake n's coroutine if it has gone to sleep. One atomic exchange against
+// the waiter's compare-and-swap to SLEEPING (see wait_step), so exactly one
+// of them sees the other: no lost and no needless wake. n may be gone as
+// soon as the exchange is done, so its cid is read first.
+static void hand_over(struct ces_mutex *m, struct ces_node *n, uint32_t to) {
+  cid_t cid = n->cid;
+  if (__atomic_exchange_n(&n->state, to, __ATOMIC_ACQ_REL) == CES_SLEEPING) {
+    if (to == CES_DONE)
+      m->env->wake_elsewhere(cid);
+    else
+      m->env->wake(cid);
+  }
+}
+
+// Spin on our own node for up to m->spin polls, while it waits.
+static void spin_a_while(struct ces_mutex *m, struct ces_node *n) {
+  for (uint32_t i = 0; i < m->spin; i++)
+    if (__atomic_load_n(&n->state, __ATOMIC_ACQUIRE) != CES_WAITING)
+      return;
 }
 
 // The node queued after cur, or NULL once the lock has been freed (cur was last).
@@ -85,18 +113,13 @@ static void combine(struct ces_mutex *m, struct ces_node *self, uint32_t ran) {
   struct ces_node *cur = self;
   for (;;) {
     struct ces_node *next = successor(m, cur);
-    if (cur != self) {                    // finish a request we ran for its owner
-      cid_t cid = cur->cid;
-      __atomic_store_n(&cur->state, CES_DONE, __ATOMIC_RELEASE);
-      m->env->wake_elsewhere(cid);
-    }
+    if (cur != self)                      // finish a request we ran for its owner
+      hand_over(m, cur, CES_DONE);
     if (!next)
       return;                             // the lock is free
     if (!next->fn || ran >= m->batch) {   // hand the lock (and the queue) on
       m->handoffs++;
-      cid_t cid = next->cid;
-      __atomic_store_n(&next->state, CES_OWNER, __ATOMIC_RELEASE);
-      m->env->wake(cid);
+      hand_over(m, next, CES_OWNER);
       return;
     }
     next->fn(next->arg);
@@ -107,35 +130,43 @@ static void combine(struct ces_mutex *m, struct ces_node *self, uint32_t ran) {
   }
 }
 
-int ces_submit(struct ces_mutex *m, struct ces_node *n, void (*fn)(void *), void *arg) {
+// Queue a request; if the lock was free, run it and combine. 1: it has run.
+static int submit(struct ces_mutex *m, struct ces_node *n, void (*fn)(void *), void *arg) {
   n->fn = fn;
   n->arg = arg;
   n->cid = m->env->current();
   if (!enqueue(m, n))
-    return 0;                             // queued: wait for ces_poll to say 1
-  fn(arg);                                // the lock was free: run it inline
+    return 0;
+  fn(arg);
   m->sections++;
   combine(m, n, 1);
   return 1;
 }
 
 int ces_poll(struct ces_mutex *m, struct ces_node *n) {
-  uint32_t s = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE);
-  if (s == CES_WAITING)
-    return 0;
-  if (s == CES_OWNER) {                   // handed over at a combiner's batch limit:
-    n->fn(n->arg);                        // run our own section and combine on
-    m->sections++;
+  // Announce that we are going to sleep, unless a hand-over came first.
+  uint32_t s = CES_WAITING;
+  if (__atomic_compare_exchange_n(&n->state, &s, CES_SLEEPING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+      s == CES_SLEEPING)
+    return 0;                             // block; the hand-over wakes us
+  if (s == CES_OWNER && n->fn) {          // handed the lock at a combiner's batch
+    n->fn(n->arg);                        // limit: run our own section and
+    m->sections++;                        // combine on
     combine(m, n, 1);
     n->state = CES_DONE;                  // no one else sees n now; a second poll
   }                                       // must not run fn again
   return 1;                               // (DONE: a combiner ran it for us)
 }
 
+int ces_submit(struct ces_mutex *m, struct ces_node *n, void (*fn)(void *), void *arg) {
+  return submit(m, n, fn, arg) || ces_poll(m, n);
+}
+
 void ces_run(struct ces_mutex *m, void (*fn)(void *), void *arg) {
   struct ces_node n;
-  if (ces_submit(m, &n, fn, arg))
+  if (submit(m, &n, fn, arg))
     return;
+  spin_a_while(m, &n);
   while (!ces_poll(m, &n))
     m->env->block();
 }
@@ -144,9 +175,11 @@ void ces_lock(struct ces_mutex *m, struct ces_node *n) {
   n->fn = 0;
   n->arg = 0;
   n->cid = m->env->current();
-  if (!enqueue(m, n))                     // a lock-form node is only ever made OWNER
-    while (__atomic_load_n(&n->state, __ATOMIC_ACQUIRE) == CES_WAITING)
-      m->env->block();
+  if (enqueue(m, n))
+    return;
+  spin_a_while(m, n);
+  while (!ces_poll(m, n))                 // a lock-form node is only ever made OWNER
+    m->env->block();
 }
 
 void ces_unlock(struct ces_mutex *m, struct ces_node *n) {

@@ -51,12 +51,16 @@ struct ces_node {
   volatile uint32_t state;            // enum below
 };
 
-enum { CES_WAITING = 0, CES_DONE = 1, CES_OWNER = 2 };
+// WAITING: queued; SLEEPING: queued, and its coroutine blocks until woken;
+// DONE: its section has run; OWNER: it holds the lock now.
+enum { CES_WAITING = 0, CES_DONE = 1, CES_OWNER = 2, CES_SLEEPING = 3 };
 
 struct ces_mutex {
   struct ces_node *tail;              // the last request queued; NULL: free
   const struct ces_env *env;
   uint32_t batch;                     // at most this many sections per turn (>= 1)
+  uint32_t spin;                      // polls of its node before a waiter sleeps
+                                      // (ces_init sets 0: sleep at once)
   // Counters, written by the holder only (read them when the mutex is quiet):
   uint64_t sections;                  // critical sections run
   uint64_t combined;                  // ... of which for another coroutine

@@ -82,13 +82,15 @@ static void *requester_main(void *arg) {
 }
 
 // Start requesters first..first+n-1 in order, each once the previous one is
-// queued (it has swapped its node into the tail).
+// queued and asleep (its node is the tail, in state SLEEPING: it stays alive
+// while the caller holds the lock, so reading it is safe).
 static void queue_in_order(struct ces_mutex *m, struct requester *q, int first, int n, int lock_form) {
   for (int i = first; i < first + n; i++) {
-    struct ces_node *before = __atomic_load_n(&m->tail, __ATOMIC_SEQ_CST);
+    struct ces_node *before = __atomic_load_n(&m->tail, __ATOMIC_SEQ_CST), *t;
     q[i] = (struct requester){ .m = m, .r = { i }, .lock_form = lock_form };
     pthread_create(&q[i].t, 0, requester_main, &q[i]);
-    while (__atomic_load_n(&m->tail, __ATOMIC_SEQ_CST) == before)
+    while ((t = __atomic_load_n(&m->tail, __ATOMIC_SEQ_CST)) == before ||
+           __atomic_load_n(&t->state, __ATOMIC_SEQ_CST) != CES_SLEEPING)
       sched_yield();
   }
 }

@@ -15,8 +15,12 @@
 // runs SMP_ROUNDS times, interleaved, so a noisy moment of the shared host
 // does not fall on one lock only. Output:
 //   BENCH name=<lock>_smp<harts> value=<ops per second> unit=ops/s
+//   BENCH name=<lock>_waited_smp<harts> value=<percent> unit=percent
 //   BENCH name=ces_combined_smp<harts> value=<percent> unit=percent
-// (the share of ces sections that a combiner ran for another coroutine)
+// (for the two queue locks: the share of requests that queued behind a
+// holder, and for CES the share that a combiner ran for their coroutine).
+// "benchsmp=B:S" sets the queue locks' batch to B (0: CES_BATCH_DEFAULT) and
+// their spin to S polls before a waiter sleeps (default 0).
 #include "hart.h"
 #include "kces.h"
 #include "kco.h"
@@ -42,6 +46,7 @@ static struct {
 static struct spinlock b_spin = SPINLOCK_INIT("benchsmp");
 static struct ces_mutex b_ces;
 static int b_kind;
+static uint32_t b_batch, b_polls;           // bootargs benchsmp=B:S (see below)
 static volatile uint32_t b_done;
 static cid_t b_main;
 static volatile uint64_t b_sink;
@@ -93,7 +98,8 @@ static uint64_t run(int kind) {
   b_kind = kind;
   b_done = 0;
   shared.counter = 0;
-  kces_init(&b_ces);
+  ces_init(&b_ces, &kces_env, b_batch);
+  b_ces.spin = b_polls;
   b_main = kco_current();
   uint64_t t0 = rdtime();
   for (int i = 0; i < SMP_COS; i++)
@@ -110,23 +116,38 @@ static uint64_t run(int kind) {
   return dt ? ops * board.timebase_hz / dt : 0;
 }
 
+static void percent(const char *lock, const char *what, uint64_t part, uint64_t whole) {
+  kprintf("BENCH name=%s_%s_smp%u value=%lu.%lu unit=percent\n", lock, what, nharts_online,
+          part * 100 / whole, part * 1000 / whole % 10);
+}
+
 static void benchsmp_main(void *arg) {
   (void)arg;
-  kprintf("BENCH START harts=%u coroutines=%d iterations=%d\n", nharts_online, SMP_COS, SMP_ITERS);
+  kprintf("BENCH START harts=%u coroutines=%d iterations=%d ces_batch=%u spin=%u\n", nharts_online,
+          SMP_COS, SMP_ITERS, b_batch ? b_batch : CES_BATCH_DEFAULT, b_polls);
   for (int r = 0; r < SMP_ROUNDS; r++)
     for (int k = 0; k < NLOCKS; k++) {
       uint64_t v = run(k);
       kprintf("BENCH name=%s_smp%u value=%lu unit=ops/s\n", lock_name[k], nharts_online, v);
-      if (k == L_CES && b_ces.sections)
-        kprintf("BENCH name=ces_combined_smp%u value=%lu.%lu unit=percent\n", nharts_online,
-                b_ces.combined * 100 / b_ces.sections, b_ces.combined * 1000 / b_ces.sections % 10);
+      if (k != L_SPIN && b_ces.sections) {
+        // Requests that queued behind a holder: each was either run by a
+        // combiner or handed the lock.
+        percent(lock_name[k], "waited", b_ces.combined + b_ces.handoffs, b_ces.sections);
+        if (k == L_CES)
+          percent(lock_name[k], "combined", b_ces.combined, b_ces.sections);
+      }
     }
   kprintf("BENCH DONE\n");
   poweroff(0);
 }
 
 static void benchsmp_start(const char *value) {
-  (void)value;
+  const char *p = value;
+  for (; *p >= '0' && *p <= '9'; p++)
+    b_batch = b_batch * 10 + (uint32_t)(*p - '0');
+  if (*p == ':')
+    for (p++; *p >= '0' && *p <= '9'; p++)
+      b_polls = b_polls * 10 + (uint32_t)(*p - '0');
   if (kco_spawn_stackful(benchsmp_main, 0, 1, 0) < 0)
     kpanic("benchsmp: cannot spawn");
 }

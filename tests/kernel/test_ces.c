@@ -159,13 +159,15 @@ static int s_stackless_poll(void *arg) {
 
 // 32 stackful coroutines x 400 requests, a quarter in the lock form (whose
 // holders sometimes yield, so requests queue and are combined even on one
-// hart), and 8 stackless ones; a batch of 4 so the combiner role moves often: no two sections overlap, the counter equals
+// hart), and 8 stackless ones; a batch of 4 so the combiner role moves often,
+// and waiters that poll their node 16 times before they sleep: no two sections overlap, the counter equals
 // the number of requests, each request ran exactly once, each coroutine's
 // requests ran in its order, and each hart's requests in the order that hart
 // queued them (FIFO).
 KTEST(ces_stress_exclusion_fifo_exactly_once) {
   kces_init(&s_m);
   s_m.batch = S_BATCH;
+  s_m.spin = 16;                           // waiters poll a little before sleeping
   s_done = 0;
   ces_check_reset(&s_chk);
   memset(s_ran, 0, sizeof s_ran);
