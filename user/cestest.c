@@ -1,8 +1,9 @@
-// cestest: the CES mutex (cops_ces_run, cops_mutex_lock/unlock) from user
-// coroutines on two threads (alloc_cpu; run with 2 harts or more). Eight
-// coroutines each make 2,000 requests on one mutex, every fourth in the lock
-// form with the holder sometimes yielding inside (so requests queue behind it
-// and are combined even when only one thread runs). Checks: no two sections
+// cestest: the CES mutex (cops_ces_run, cops_mutex_lock/unlock, and the
+// two-step cops_ces_submit/poll) from user coroutines on two threads
+// (alloc_cpu; run with 2 harts or more). Eight stackful coroutines each make
+// 2,000 requests on one mutex, every fourth in the lock form with the holder
+// sometimes yielding inside (so requests queue behind it and are combined
+// even when only one thread runs); two stackless ones make theirs in two steps. Checks: no two sections
 // overlap, a counter updated without atomics inside them ends at the number
 // of requests, every request ran exactly once, each coroutine's requests ran
 // in its order and each thread's in the order that thread queued them, and
@@ -12,7 +13,8 @@
 #include "utest.h"
 #include "../tests/ces_check.h"
 
-#define NCO 8
+#define NCO 8                                 // stackful: run and lock forms
+#define NSL 2                                 // stackless: submit and poll
 #define NOPS 2000
 #define NTHREADS 2
 
@@ -20,11 +22,12 @@ static cops_mutex_t m;
 static cid_t main_cid;
 static volatile int done;
 static struct ces_check chk;
-static unsigned char ran[NCO][NOPS];
+static unsigned char ran[NCO + NSL][NOPS];
 static volatile int ran_on[NTHREADS];
-static long ticket[NTHREADS];                 // per thread: requests queued from it
+static uint64_t ticket[NTHREADS];             // per thread: requests queued from it
+static struct ces_check_stackless sl[NSL];
 
-static int thread_slot(void) { return cops_thread_index() ? 1 : 0; }
+static uint32_t thread_slot(void) { return cops_thread_index() ? 1 : 0; }
 
 static void section(void *arg) {
   struct ces_check_req *r = arg;
@@ -32,13 +35,18 @@ static void section(void *arg) {
   ran[r->co][r->seq]++;
 }
 
+static void finished(void) {
+  if (__atomic_add_fetch(&done, 1, __ATOMIC_SEQ_CST) == NCO + NSL)
+    cops_wake(main_cid);
+}
+
 static void worker(void *arg) {
   int co = (int)(long)arg;
   for (int i = 0; i < NOPS; i++) {
     // The ticket is taken on the thread that queues the request; no other
     // coroutine of that thread runs in between.
-    struct ces_check_req r = { .co = co, .seq = i, .queue = (uint32_t)thread_slot() };
-    r.ticket = (uint64_t)++ticket[r.queue];
+    struct ces_check_req r = { .co = co, .seq = i, .queue = thread_slot() };
+    r.ticket = ++ticket[r.queue];
     __atomic_fetch_add(&ran_on[r.queue], 1, __ATOMIC_RELAXED);
     if (i % 4 == 3) {
       cops_mutex_node_t n;
@@ -58,8 +66,16 @@ static void worker(void *arg) {
     __atomic_fetch_add(&ran_on[thread_slot()], 1, __ATOMIC_RELAXED);
     cops_yield();
   }
-  if (__atomic_add_fetch(&done, 1, __ATOMIC_SEQ_CST) == NCO)
-    cops_wake(main_cid);
+  finished();
+}
+
+static int stackless_worker(void *arg) {
+  struct ces_check_stackless *w = arg;
+  __atomic_fetch_add(&ran_on[thread_slot()], 1, __ATOMIC_RELAXED);
+  int r = ces_check_stackless_poll(w);
+  if (r == CO_DONE)
+    finished();
+  return r;
 }
 
 int main(void) {
@@ -70,19 +86,24 @@ int main(void) {
   ces_check_reset(&chk);
   for (long i = 0; i < NCO; i++)
     cops_spawn_stackful(worker, (void *)i, 3);
-  while (done < NCO)
+  for (int i = 0; i < NSL; i++) {
+    sl[i] = (struct ces_check_stackless){ .m = &m, .submit = cops_ces_submit, .poll = cops_ces_poll,
+      .section = section, .queue = thread_slot, .tickets = ticket, .co = NCO + i, .ops = NOPS };
+    cops_spawn(stackless_worker, &sl[i], 3);
+  }
+  while (done < NCO + NSL)
     cops_block();
-  check("counter-equals-requests", (long)chk.counter, (long)NCO * NOPS);
+  check("counter-equals-requests", (long)chk.counter, (long)(NCO + NSL) * NOPS);
   check("no-overlapping-sections", chk.overlaps, 0);
   int bad = 0;
-  for (int c = 0; c < NCO; c++)
+  for (int c = 0; c < NCO + NSL; c++)
     for (int i = 0; i < NOPS; i++)
       bad += ran[c][i] != 1;
   check("every-request-ran-exactly-once", bad, 0);
   check("coroutine-order-kept", chk.order_errors, 0);
   check("thread-queue-order-kept", chk.queue_order_errors, 0);
   check("mutex-free-at-end", m.tail == 0, 1);
-  check("sections-counted", (long)m.sections, (long)NCO * NOPS);
+  check("sections-counted", (long)m.sections, (long)(NCO + NSL) * NOPS);
   check("some-requests-combined", m.combined > 0, 1);
   check("main-thread-ran-coroutines", ran_on[0] > 0, 1);
   check("added-thread-ran-coroutines", ran_on[1] > 0, 1);

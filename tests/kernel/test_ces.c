@@ -128,33 +128,15 @@ static void s_worker(void *arg) {
   __atomic_fetch_add(&s_done, 1, __ATOMIC_SEQ_CST);
 }
 
-// A stackless worker: the same requests through ces_submit/ces_poll, its
-// request and node kept in its state while it waits.
-struct s_stackless { int co, i, queued; struct ces_node n; struct ces_check_req r; };
-static struct s_stackless s_sl[S_SL];
+// Stackless workers: the same requests through ces_submit/ces_poll.
+static struct ces_check_stackless s_sl[S_SL];
+static uint32_t s_hart(void) { return this_hart()->index; }
 
 static int s_stackless_poll(void *arg) {
-  struct s_stackless *w = arg;
-  for (;;) {
-    if (w->queued) {
-      if (!ces_poll(&s_m, &w->n))
-        return CO_PENDING;               // woken early: still queued
-      w->queued = 0;
-      w->i++;
-    }
-    if (w->i == S_OPS) {
-      __atomic_fetch_add(&s_done, 1, __ATOMIC_SEQ_CST);
-      return CO_DONE;
-    }
-    uint32_t h = this_hart()->index;
-    w->r = (struct ces_check_req){ .co = w->co, .seq = w->i, .queue = h, .ticket = ++s_ticket[h] };
-    if (!ces_submit(&s_m, &w->n, s_section, &w->r)) {
-      w->queued = 1;
-      return CO_PENDING;
-    }
-    if (++w->i % 8 == 0)
-      return CO_YIELD;
-  }
+  int r = ces_check_stackless_poll(arg);
+  if (r == CO_DONE)
+    __atomic_fetch_add(&s_done, 1, __ATOMIC_SEQ_CST);
+  return r;
 }
 
 // 32 stackful coroutines x 400 requests, a quarter in the lock form (whose
@@ -175,7 +157,8 @@ KTEST(ces_stress_exclusion_fifo_exactly_once) {
   for (int i = 0; i < S_COS; i++)
     KREQUIRE(kco_spawn_stackful(s_worker, (void *)(uintptr_t)i, KTEST_PRIO, 0) > 0);
   for (int i = 0; i < S_SL; i++) {
-    s_sl[i] = (struct s_stackless){ .co = S_COS + i };
+    s_sl[i] = (struct ces_check_stackless){ .m = &s_m, .submit = ces_submit, .poll = ces_poll,
+      .section = s_section, .queue = s_hart, .tickets = s_ticket, .co = S_COS + i, .ops = S_OPS };
     KREQUIRE(kco_spawn(s_stackless_poll, &s_sl[i], KTEST_PRIO) > 0);
   }
   KREQUIRE(ktest_wait_count(&s_done, S_COS + S_SL, KTEST_PATIENCE_MS));
