@@ -9,7 +9,8 @@
 #      the ratio to the spinlock of the same hart count.
 #   2. matrixd at -smp 1 and 2: a marked place for the rows the scheduler work
 #      adds (matrixd_rows below).
-# Prints the BENCH lines as it goes.
+# Prints the BENCH lines as it goes. `scripts/bench-smp.sh --report` only
+# rewrites smp.md from the last run's build/bench-smp.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, OPENSBI, QEMU_LIMIT, coral_qemu
@@ -17,9 +18,13 @@ OUT=${OUT:-docs/results/smp.md}
 BOOTS=${BOOTS:-3}
 log=$BUILD/bench-smp.log
 mkdir -p "$BUILD" "$(dirname "$OUT")"
-: > "$log"
+report_only=0
+[ "${1:-}" = "--report" ] && report_only=1
+# The host's load before the first boot: the other jobs sharing its cores.
+[ $report_only = 1 ] || echo "LOAD $(cut -d' ' -f1 /proc/loadavg)" > "$log"
 
 for smp in 1 2 4; do
+  [ $report_only = 1 ] && break
   for b in $(seq "$BOOTS"); do
     one=$BUILD/bench-smp-$smp-$b.log
     coral_qemu "$smp" 256M "benchsmp" < /dev/null > "$one" 2>&1 || true
@@ -41,10 +46,10 @@ matrixd_rows() {
 
 host_cpus=$(nproc)
 qemu_version=$("$QEMU" --version | head -1 | sed 's/QEMU emulator version //')
-load=$(cut -d' ' -f1-3 /proc/loadavg)
+load=$(sed -n 's/^LOAD //p' "$log")
 python3 - "$log" "$OUT" "$BOOTS" "$host_cpus" "$qemu_version" "$load" "$(date -u +%Y-%m-%d)" \
   "$(matrixd_rows)" <<'PY'
-import re, statistics, sys
+import re, statistics, sys, textwrap
 log, out, boots, cpus, qver, load, day, mrows = sys.argv[1:9]
 vals = {}
 for line in open(log):
@@ -66,19 +71,20 @@ def ratio(l, h):
 L = []
 L.append("# SMP benchmarks")
 L.append("")
-L.append(f"Produced by `make bench-smp` (scripts/bench-smp.sh) on {day}: QEMU {qver},")
-L.append("machine virt, 256 MiB, **without** `-icount` (QEMU runs each hart on its own host")
-L.append("thread; under `-icount` it would run them round robin on one, and no parallel")
-L.append("speed could show). Time is guest time from the `time` CSR, which then follows the")
-L.append(f"host's clock. The host has **{cpus} cores**, shared with other jobs while this ran")
-L.append(f"(load average {load} at the end): `-smp 4` oversubscribes it, so its column is a")
-L.append("correctness point, not a speed point, and every figure is noisy. Compare the")
-L.append("ratios within one column, which were measured in the same boots, interleaved;")
-L.append("do not compare absolute figures across runs or machines.")
+L.append(textwrap.fill(
+    f"Produced by `make bench-smp` (scripts/bench-smp.sh) on {day}: QEMU {qver}, "
+    "machine virt, 256 MiB, **without** `-icount` (QEMU runs each hart on its own host "
+    "thread; under `-icount` it would run them round robin on one, and no parallel "
+    "speed could show). Time is guest time from the `time` CSR, which then follows the "
+    f"host's clock. The host has **{cpus} cores**, shared with other jobs while this ran "
+    f"(1-minute load average {load or '?'} just before it): `-smp 4` oversubscribes it, "
+    "so its column is a correctness point, not a speed point, and every figure is noisy. "
+    "Compare the ratios within one column, which were measured in the same boots, "
+    "interleaved; do not compare absolute figures across runs or machines.", 84))
 L.append("")
 L.append("## Mutex microbenchmark (the CES paper's shape)")
 L.append("")
-L.append("tests/kernel/bench_smp.c: 16 stackful kernel coroutines each loop 4,000 times:")
+L.append("tests/kernel/bench_smp.c: 16 stackful kernel coroutines each loop 16,000 times:")
 L.append("a short critical section on shared data (a counter and three table slots, about")
 L.append("30 instructions), then independent work (a 48-step xorshift chain, about 400")
 L.append("instructions). Throughput is loop iterations per second of guest time. Each")
@@ -90,6 +96,15 @@ L.append("|---|---:|---:|---:|---:|")
 for l, name in locks:
     L.append(f"| {name} | {ops(l, 1)} | {ops(l, 2)} | {ops(l, 4)} | "
              f"{ratio(l, 1)} / {ratio(l, 2)} / {ratio(l, 4)} |")
+def over(a, b):
+    return " / ".join(f"{med[(a, h)] / med[(b, h)]:.2f}" if med.get((a, h)) and med.get((b, h))
+                      else "n/a" for h in harts)
+L.append("")
+L.append(f"CES over the FIFO hand-off mutex (the paper's comparison), 1 / 2 / 4 harts:")
+L.append(f"{over('ces', 'handoff')}. Each lock at 2 harts over itself at 1 hart: spinlock")
+L.append(f"{med.get(('spin', 2), 0) / med.get(('spin', 1), 1):.2f}, hand-off "
+         f"{med.get(('handoff', 2), 0) / med.get(('handoff', 1), 1):.2f}, CES "
+         f"{med.get(('ces', 2), 0) / med.get(('ces', 1), 1):.2f}.")
 def pct(key):
     return " / ".join(f"{med[(key, h)]:.1f} %" if (key, h) in med else "n/a" for h in harts)
 L.append("")
