@@ -7,8 +7,11 @@
 #include "check.h"
 #include "ces.h"
 #include "../ces_check.h"
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
+#include <time.h>
 #include <stdint.h>
 
 static _Thread_local cid_t my_cid;
@@ -214,10 +217,15 @@ static void stress_section(void *arg) {
   ran_count[r->co][r->seq]++;
 }
 
+static pthread_barrier_t stress_start;
+
 static void *stress_main(void *arg) {
   int t = (int)(intptr_t)arg;
   my_cid = (cid_t)(t + 1);
+  pthread_barrier_wait(&stress_start);       // all threads at once: contention
   for (int i = 0; i < STRESS_OPS; i++) {
+    for (volatile int k = 0; k < 50; k++)    // some work outside the lock
+      ;
     // each thread is one coroutine and one queue; its requests in order
     struct ces_check_req r = { .co = t, .seq = i, .queue = (uint32_t)t, .ticket = (uint64_t)i + 1 };
     if (i % 3 == 2) {
@@ -232,14 +240,39 @@ static void *stress_main(void *arg) {
   return 0;
 }
 
-static void test_stress_exclusion_and_exactly_once(void) {
-  ces_init(&stress_m, &host_env, 8);
+// Waiters that really sleep: block waits on the thread's semaphore until a
+// wake posts it, so a lost wake shows as a wait that times out (the safety
+// net; a healthy run never comes near it), and a wake sent to a thread that
+// never slept stays behind as a count on its semaphore.
+static sem_t sleep_sem[STRESS_THREADS + 1];
+static uint32_t lost_wakes;
+static void sem_block(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += 30;
+  while (sem_timedwait(&sleep_sem[my_cid], &ts) != 0)
+    if (errno != EINTR) {
+      __atomic_fetch_add(&lost_wakes, 1, __ATOMIC_SEQ_CST);
+      return;
+    }
+}
+static int sem_wake(cid_t c) { sem_post(&sleep_sem[c]); return 1; }
+static const struct ces_env sleeping_env = {
+  .current = host_current, .block = sem_block, .wake = sem_wake,
+  .wake_elsewhere = sem_wake, .relax = host_relax,
+};
+
+static void stress(const struct ces_env *env) {
+  ces_init(&stress_m, env, 8);
   ces_check_reset(&chk);
+  memset(ran_count, 0, sizeof ran_count);
   pthread_t th[STRESS_THREADS];
+  pthread_barrier_init(&stress_start, 0, STRESS_THREADS);
   for (int t = 0; t < STRESS_THREADS; t++)
     pthread_create(&th[t], 0, stress_main, (void *)(intptr_t)t);
   for (int t = 0; t < STRESS_THREADS; t++)
     pthread_join(th[t], 0);
+  pthread_barrier_destroy(&stress_start);
   CHECK_EQ(chk.counter, (uint64_t)STRESS_THREADS * STRESS_OPS);
   CHECK_EQ(chk.overlaps, 0);
   CHECK_EQ(chk.order_errors, 0);
@@ -256,6 +289,26 @@ static void test_stress_exclusion_and_exactly_once(void) {
          (unsigned long)stress_m.handoffs);
 }
 
+static void test_stress_exclusion_and_exactly_once(void) { stress(&host_env); }
+
+// The same with sleeping waiters: no wake is lost (no wait times out), and
+// every wake was taken by a sleep (no semaphore keeps a count).
+static void test_stress_no_lost_or_stray_wake(void) {
+  for (int t = 0; t <= STRESS_THREADS; t++)
+    sem_init(&sleep_sem[t], 0, 0);
+  lost_wakes = 0;
+  stress(&sleeping_env);
+  CHECK_EQ(lost_wakes, 0);
+  int stray = 0;
+  for (int t = 0; t <= STRESS_THREADS; t++) {
+    int v;
+    sem_getvalue(&sleep_sem[t], &v);
+    stray += v;
+    sem_destroy(&sleep_sem[t]);
+  }
+  CHECK_EQ(stray, 0);
+}
+
 CHECK_MAIN_BEGIN("test_ces")
   RUN_TEST(test_uncontended_runs_inline);
   RUN_TEST(test_fifo_order_and_batch_rule);
@@ -263,4 +316,5 @@ CHECK_MAIN_BEGIN("test_ces")
   RUN_TEST(test_lock_form_node_stops_combining);
   RUN_TEST(test_submit_poll_stackless_form);
   RUN_TEST(test_stress_exclusion_and_exactly_once);
+  RUN_TEST(test_stress_no_lost_or_stray_wake);
 CHECK_MAIN_END
