@@ -14,25 +14,33 @@ struct executor kexec;
 static volatile uint64_t idle_harts;     // bit i set: hart index i is about to wfi
 
 void sched_init(void) {
-  // 1,024 slots (48 KiB) from the start: a test's burst of kernel coroutines
-  // (a thread blocked in a call is one) should not grow the table, which then
-  // stays grown, under a leak check; servers with more grow it as before.
-  if (exec_init(&kexec, NPRIO_DEFAULT, kmalloc, kfree) != 0 || exec_reserve(&kexec, 1024) != 0)
+  // One lane per hart (board.nharts is known by now: the device tree has
+  // been read). 1,024 slots (48 KiB) from the start: a test's burst of kernel
+  // coroutines (a thread blocked in a call is one) should not grow the table,
+  // which then stays grown, under a leak check; servers with more grow it.
+  uint32_t lanes = board.nharts ? board.nharts : 1;
+  if (exec_init_lanes(&kexec, NPRIO_DEFAULT, lanes, kmalloc, kfree) != 0 ||
+      exec_reserve(&kexec, 1024) != 0)
     kpanic("sched: executor init failed");
 }
 
-// Wake some idle hart (not this one) so it rescans the ready queues.
-// The idle hart publishes its bit and then re-reads the bitmap; we published the
-// ready coroutine and then read the idle mask. Both sides use sequentially
-// consistent accesses, so at least one of them sees the other: no lost kick.
-void sched_kick(void) {
+// Wake an idle hart (not this one) so it looks at the ready queues: the one
+// whose lane the coroutine was queued in if that hart sleeps (it runs it with
+// no migration), else any idle one (it steals it).
+// The idle hart publishes its bit and then re-reads the union bitmap; we
+// published the ready coroutine and then read the idle mask. Both sides use
+// sequentially consistent accesses, so at least one of them sees the other: no
+// lost kick.
+static void kick_lane(uint32_t lane) {
   uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST);
   idle &= ~(1ULL << this_hart()->index);
   if (!idle)
     return;
-  uint32_t target = exec_ctz64(idle);
+  uint32_t target = lane < 64 && (idle >> lane) & 1 ? lane : exec_ctz64(idle);
   sbi_send_ipi(1, harts[target].hartid);
 }
+
+void sched_kick(void) { kick_lane(64); }
 
 static void idle_wait(struct hart *h) {
   uint64_t bit = 1ULL << h->index;
@@ -54,8 +62,8 @@ void sched_loop(void) {
   int res = 0;
   intr_on();
   for (;;) {
-    struct co *c = exec_next(&kexec, prev, res);
     struct hart *h = this_hart();
+    struct co *c = exec_next_on(&kexec, h->index, prev, res);
     if (!c) {
       prev = 0;
       idle_wait(h);
@@ -75,7 +83,7 @@ void sched_loop(void) {
 }
 
 int64_t kco_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
-  int64_t cid = exec_spawn(&kexec, poll, arg, prio, CO_STACKLESS);
+  int64_t cid = exec_spawn_on(&kexec, this_hart()->index, poll, arg, prio, CO_STACKLESS);
   if (cid > 0)
     sched_kick();
   return cid;
@@ -98,7 +106,7 @@ int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int fla
   }
   stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, fn, arg, flags & KCO_FULLSAVE,
                 release_stackful);
-  int64_t cid = exec_spawn(&kexec, stackful_poll, sf, prio, CO_STACKFUL);
+  int64_t cid = exec_spawn_on(&kexec, this_hart()->index, stackful_poll, sf, prio, CO_STACKFUL);
   if (cid < 0) {
     release_stackful(sf);
     return cid;
@@ -113,9 +121,10 @@ cid_t kco_current(void) {
 }
 
 int kco_wake(cid_t cid) {
-  int r = exec_wake(&kexec, cid);
+  uint32_t lane;
+  int r = exec_wake_lane(&kexec, cid, &lane);
   if (r == 1)
-    sched_kick();
+    kick_lane(lane);
   return r;
 }
 
@@ -144,10 +153,6 @@ void kco_block(void) { stackful_suspend(CO_PENDING); }
 void kernel_caches(uint64_t *bytes, uint64_t *objects) {
   uint64_t b = (uint64_t)kexec.nchunks * ALIGN_UP(EXEC_CHUNK_SLOTS * sizeof(struct co), PAGE_SIZE);
   uint64_t o = kexec.nchunks;
-  if (kexec.chunk_cap) {
-    b += kmalloc_size_class(kexec.chunk_cap * sizeof(struct co *));
-    o++;
-  }
   for (uint32_t i = 0; i < nharts_online; i++)
     if (harts[i].timer_cap) {
       b += kmalloc_size_class(harts[i].timer_cap * sizeof(struct timer_entry));
@@ -162,8 +167,8 @@ static void print_stats(stats_out_fn *out) {
   exec_get_stats(&kexec, &es);
   out("executor: live %u (ready %u, running %u, blocked %u), slots %u, best prio %u\n",
       es.live, es.ready, es.running, es.blocked, es.slots, exec_best_prio(&kexec));
-  out("          spawned %lu, exited %lu, wakes %lu (remembered %lu, stale %lu)\n",
-      es.spawned, es.exited, es.wakes, es.wakes_remembered, es.stale_wakes);
+  out("          spawned %lu, exited %lu, wakes %lu (remembered %lu, stale %lu), steals %lu\n",
+      es.spawned, es.exited, es.wakes, es.wakes_remembered, es.stale_wakes, es.steals);
   for (uint32_t i = 0; i < nharts_online; i++) {
     struct hart *h = &harts[i];
     out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu\n",

@@ -13,7 +13,7 @@
 #define EX ((struct executor *)USER_EXEC_PAGE)
 #define LOOP_STACK (16 * 1024)     // top of the process stack, kept for this loop
 
-_Static_assert(sizeof(struct executor) <= 4096, "the executor must fit its page");
+_Static_assert(sizeof(struct executor) <= EXEC_PAGE_PUBLISHED_PRIO, "the executor must fit its page, below the words the kernel shares there");
 _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch.S uses this offset");
 
 // Per-thread runtime state, found through tp (each thread of the process runs
@@ -26,6 +26,7 @@ struct cops_thread {
   int uintr_on;                    // this thread's user interrupts are enabled
   volatile uint64_t *uintc_claim;  // its receive page's CLAIM word (native N with a
                                    // user-interrupt controller), or 0
+  uint32_t lane;                   // its lane in the executor (main: 0)
 };
 
 static struct cops_thread main_thread;
@@ -268,7 +269,7 @@ int stackful_poll(void *arg) { return stackful_resume(arg); }
 
 int64_t cops_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
   crit_enter();
-  int64_t cid = V->exec_spawn(EX, poll, arg, prio, CO_STACKLESS);
+  int64_t cid = V->exec_spawn_on(EX, me()->lane, poll, arg, prio, CO_STACKLESS);
   crit_exit();
   return cid;
 }
@@ -288,7 +289,7 @@ int64_t cops_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio) {
   }
   V->stackful_init(sf, stack, COPS_STACK_SIZE, fn, arg, 0, release_stackful);
   crit_enter();
-  int64_t cid = V->exec_spawn(EX, stackful_poll, sf, prio, CO_STACKFUL);
+  int64_t cid = V->exec_spawn_on(EX, me()->lane, stackful_poll, sf, prio, CO_STACKFUL);
   crit_exit();
   if (cid < 0)
     release_stackful(sf);
@@ -359,7 +360,7 @@ static int run_loop(void) {
   int res = 0;
   for (;;) {
     crit_enter();
-    struct co *c = V->exec_next(EX, prev, res);
+    struct co *c = V->exec_next_on(EX, self->lane, prev, res);
     crit_exit();
     if (!c) {
       prev = 0;
@@ -419,6 +420,11 @@ int cops_alloc_cpu(int n) {
   int made = 0;
   for (; made < n && nhelpers < MAXTHREADS_ABI - 1; made++) {
     struct cops_thread *t = &helper_threads[nhelpers];
+    // Its own lane (shared round-robin past EXEC_MAX_LANES threads), in use
+    // before the thread can queue anything there.
+    uint32_t lanes = (uint32_t)nhelpers + 2;
+    t->lane = (uint32_t)(nhelpers + 1) % EXEC_MAX_LANES;
+    V->exec_set_lanes(EX, lanes < EXEC_MAX_LANES ? lanes : EXEC_MAX_LANES);
     int tid = uthread_create(helper_entry, t);
     if (tid < 0)
       break;
@@ -433,7 +439,7 @@ int cops_start(int argc, char **argv) {
     fprintf(STDERR, "cops: no usable vDSO at %p\n", (void *)USER_VDSO);
     return -1;
   }
-  if (V->exec_init(EX, COPS_NPRIO, malloc, free) != 0)
+  if (V->exec_init_lanes(EX, COPS_NPRIO, 1, malloc, free) != 0)
     return -1;
   // main() runs on the process stack itself (below the part this loop uses),
   // so the guard page under it still catches a runaway recursion.

@@ -25,57 +25,130 @@ const uint8_t exec_ctz8[256] = {
   4, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0,
 };
 
-#define LOCK(ex) exec_irqstate_t irq_ = exec_lock_acquire(&(ex)->lock)
-#define UNLOCK(ex) exec_lock_release(&(ex)->lock, irq_)
+#define LOCKED(lockp) exec_irqstate_t irq_ = exec_lock_acquire(lockp)
+#define UNLOCK(lockp) exec_lock_release(lockp, irq_)
 
-int exec_init(struct executor *ex, uint32_t nprio, void *(*alloc)(size_t), void (*free)(void *)) {
-  if (nprio == 0 || nprio > NPRIO_MAX || !alloc || !free)
+static inline struct exec_lane *lane_at(const struct executor *ex, uint32_t i) {
+  return (struct exec_lane *)(ex->lanes + ((size_t)i << ex->lane_shift));
+}
+
+int exec_init_lanes(struct executor *ex, uint32_t nprio, uint32_t nlanes,
+                    void *(*alloc)(size_t), void (*free)(void *)) {
+  if (nprio == 0 || nprio > NPRIO_MAX || nlanes == 0 || nlanes > EXEC_MAX_LANES || !alloc || !free)
     return EXEC_EINVAL;
   // Field by field rather than memset: this file must not depend on a libc.
   ex->lock = 0;
   ex->nprio = nprio;
+  ex->nlanes = nlanes;
   ex->bitmap = 0;
-  for (uint32_t p = 0; p < NPRIO_MAX; p++)
-    ex->ready[p].head = ex->ready[p].tail = 0;
-  ex->chunks = 0;
-  ex->nchunks = ex->chunk_cap = 0;
+  uint32_t shift = 5;
+  while ((1u << shift) < sizeof(struct exec_lane) + nprio * sizeof(struct co_queue))
+    shift++;
+  ex->lane_shift = shift;
+  // Room for every lane there may ever be, so exec_set_lanes can add some
+  // later without moving the ones in use.
+  ex->lanes = alloc((size_t)EXEC_MAX_LANES << shift);
+  if (!ex->lanes)
+    return EXEC_ENOMEM;
+  for (uint32_t i = 0; i < EXEC_MAX_LANES; i++) {
+    struct exec_lane *l = lane_at(ex, i);
+    *l = (struct exec_lane){0};
+    for (uint32_t p = 0; p < nprio; p++)
+      l->ready[p].head = l->ready[p].tail = 0;
+  }
+  for (uint32_t i = 0; i < EXEC_MAX_CHUNKS; i++)
+    ex->chunks[i] = 0;
+  ex->nchunks = 0;
   ex->free_list = 0;
   ex->st = (struct exec_stats){0};
+  ex->stale_wakes = 0;
   ex->alloc = alloc;
   ex->free = free;
+  return 0;
+}
+
+int exec_init(struct executor *ex, uint32_t nprio, void *(*alloc)(size_t), void (*free)(void *)) {
+  return exec_init_lanes(ex, nprio, 1, alloc, free);
+}
+
+int exec_set_lanes(struct executor *ex, uint32_t nlanes) {
+  if (nlanes > EXEC_MAX_LANES)
+    return EXEC_EINVAL;
+  // Only ever grows, and sequentially consistent: a lane that clears a union
+  // bit reads nlanes after its and (union_clear), so it either scans the new
+  // lane or ran before anything could be queued there.
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  while (n < nlanes && !__atomic_compare_exchange_n(&ex->nlanes, &n, nlanes, 0, __ATOMIC_SEQ_CST,
+                                                    __ATOMIC_RELAXED))
+    ;
   return 0;
 }
 
 void exec_destroy(struct executor *ex) {
   for (uint32_t i = 0; i < ex->nchunks; i++)
     ex->free(ex->chunks[i]);
-  if (ex->chunks)
-    ex->free(ex->chunks);
-  ex->chunks = 0;
-  ex->nchunks = ex->chunk_cap = 0;
+  ex->nchunks = 0;
   ex->free_list = 0;
   ex->st.slots = 0;
+  if (ex->lanes)
+    ex->free(ex->lanes);
+  ex->lanes = 0;
 }
 
 cid_t co_cid(const struct co *c) { return co_cid_inline(c); }
 
-// ---- ready queues and bitmap (caller holds the lock) ----
+// ---- the union bitmap ----
+// A lane sets its bit p in the union when its queue p becomes non-empty, and
+// clears it when the queue empties -- unless another lane has p: the clearing
+// lane clears the union's bit and then looks at the other lanes, and puts the
+// bit back if one has it. Every access here is sequentially consistent, so of
+// a lane that sets (own bit, then union) and one that clears (own bit, union,
+// then the others) at least one sees the other: the union never lacks a bit a
+// lane has. It may briefly have one no lane has (a clear and a put-back
+// crossing); exec_next_on repairs that when a steal finds nothing.
 
-static void enqueue(struct executor *ex, struct co *c) {
-  struct co_queue *q = &ex->ready[c->prio];
+static void union_set(struct executor *ex, struct exec_lane *l, uint64_t bit) {
+  __atomic_store_n(&l->bitmap, l->bitmap | bit, __ATOMIC_SEQ_CST);
+  // Unconditionally: skipping the or when the union seems to have the bit
+  // would let a clearer's and slip in between.
+  __atomic_fetch_or(&ex->bitmap, bit, __ATOMIC_SEQ_CST);
+}
+
+// Clear bit in the union unless some lane (other than the caller's, whose own
+// bit is already clear) has it.
+static void union_clear(struct executor *ex, uint64_t bit) {
+  __atomic_fetch_and(&ex->bitmap, ~bit, __ATOMIC_SEQ_CST);
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST);
+  for (uint32_t i = 0; i < n; i++)
+    if (__atomic_load_n(&lane_at(ex, i)->bitmap, __ATOMIC_SEQ_CST) & bit) {
+      __atomic_fetch_or(&ex->bitmap, bit, __ATOMIC_SEQ_CST);
+      return;
+    }
+}
+
+static void lane_clear(struct executor *ex, struct exec_lane *l, uint64_t bit) {
+  __atomic_store_n(&l->bitmap, l->bitmap & ~bit, __ATOMIC_SEQ_CST);
+  union_clear(ex, bit);
+}
+
+// ---- ready queues (caller holds the lane's lock) ----
+
+static void enqueue(struct executor *ex, struct exec_lane *l, struct co *c) {
+  struct co_queue *q = &l->ready[c->prio];
   c->next = 0;
   c->prev = q->tail;
   if (q->tail)
     q->tail->next = c;
-  else
+  else {
     q->head = c;
+    union_set(ex, l, 1ULL << c->prio);
+  }
   q->tail = c;
-  ex->bitmap |= 1ULL << c->prio;
   c->state = CO_READY;
 }
 
-static void unlink_ready(struct executor *ex, struct co *c) {
-  struct co_queue *q = &ex->ready[c->prio];
+static void unlink_ready(struct executor *ex, struct exec_lane *l, struct co *c) {
+  struct co_queue *q = &l->ready[c->prio];
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -85,52 +158,42 @@ static void unlink_ready(struct executor *ex, struct co *c) {
   else
     q->tail = c->prev;
   if (!q->head)
-    ex->bitmap &= ~(1ULL << c->prio);
+    lane_clear(ex, l, 1ULL << c->prio);
   c->next = c->prev = 0;
 }
 
-// Take the head of the best non-empty queue. The common path of every dispatch.
-static struct co *pop_highest(struct executor *ex) {
-  if (!ex->bitmap)
-    return 0;
-  struct co_queue *q = &ex->ready[exec_ctz64(ex->bitmap)];
+// Take the head of the lane's best non-empty queue (the lane is not empty).
+static struct co *pop_highest(struct executor *ex, struct exec_lane *l) {
+  struct co_queue *q = &l->ready[exec_ctz64(l->bitmap)];
   struct co *c = q->head;
   q->head = c->next;
   if (c->next)
     c->next->prev = 0;
   else {
     q->tail = 0;
-    ex->bitmap &= ~(1ULL << c->prio);
+    lane_clear(ex, l, 1ULL << c->prio);
   }
+  c->next = 0;
   return c;
 }
 
 // ---- slot table ----
 
-static struct co *slot_ptr(struct executor *ex, uint32_t slot) {
+static struct co *slot_ptr(const struct executor *ex, uint32_t slot) {
   return &ex->chunks[slot / EXEC_CHUNK_SLOTS][slot % EXEC_CHUNK_SLOTS];
 }
 
-// Add one chunk of free slots. Called with the lock held; the allocator takes its
-// own lock, which is always taken after this one, never before.
+// Add one chunk of free slots. Called with the table lock held; the allocator
+// takes its own lock, which is always taken after this one, never before. A
+// chunk never moves, and nchunks is published after its pointer, so lookups
+// read the table without a lock.
 static int grow_table(struct executor *ex) {
-  if (ex->nchunks == ex->chunk_cap) {
-    uint32_t cap = ex->chunk_cap ? ex->chunk_cap * 2 : 8;
-    struct co **dir = ex->alloc(cap * sizeof(*dir));
-    if (!dir)
-      return EXEC_ENOMEM;
-    for (uint32_t i = 0; i < ex->nchunks; i++)
-      dir[i] = ex->chunks[i];
-    if (ex->chunks)
-      ex->free(ex->chunks);
-    ex->chunks = dir;
-    ex->chunk_cap = cap;
-  }
+  if (ex->nchunks == EXEC_MAX_CHUNKS)
+    return EXEC_ENOMEM;
   struct co *chunk = ex->alloc(EXEC_CHUNK_SLOTS * sizeof(struct co));
   if (!chunk)
     return EXEC_ENOMEM;
   uint32_t base = ex->nchunks * EXEC_CHUNK_SLOTS;
-  ex->chunks[ex->nchunks++] = chunk;
   // Link the new slots so that the lowest index is handed out first.
   for (int i = EXEC_CHUNK_SLOTS - 1; i >= 0; i--) {
     struct co *c = &chunk[i];
@@ -141,149 +204,273 @@ static int grow_table(struct executor *ex) {
     c->next = ex->free_list;
     ex->free_list = c;
   }
+  ex->chunks[ex->nchunks] = chunk;
+  __atomic_store_n(&ex->nchunks, ex->nchunks + 1, __ATOMIC_RELEASE);
   ex->st.slots += EXEC_CHUNK_SLOTS;
   return 0;
 }
 
-// Resolve a cid to its live control block, or NULL. Untrusted input is fine here:
-// the slot is range-checked before indexing and the generation must match.
-static struct co *lookup_locked(struct executor *ex, cid_t cid) {
+// Resolve a cid to its control block if it looks live, without a lock. The
+// caller re-checks the generation under the coroutine's lane lock. Untrusted
+// input is fine here: the slot is range-checked before indexing.
+static struct co *lookup_unlocked(const struct executor *ex, cid_t cid) {
   uint32_t slot = (uint32_t)cid, gen = (uint32_t)(cid >> 32);
-  if (slot >= ex->nchunks * EXEC_CHUNK_SLOTS)
+  if (slot >= __atomic_load_n(&ex->nchunks, __ATOMIC_ACQUIRE) * EXEC_CHUNK_SLOTS)
     return 0;
   struct co *c = slot_ptr(ex, slot);
-  if (c->gen != gen || c->state == CO_FREE)
+  if (__atomic_load_n(&c->gen, __ATOMIC_RELAXED) != gen ||
+      __atomic_load_n(&c->state, __ATOMIC_RELAXED) == CO_FREE)
     return 0;
   return c;
 }
 
-struct co *exec_lookup(struct executor *ex, cid_t cid) {
-  LOCK(ex);
-  struct co *c = lookup_locked(ex, cid);
-  UNLOCK(ex);
-  return c;
+struct co *exec_lookup(struct executor *ex, cid_t cid) { return lookup_unlocked(ex, cid); }
+
+// Lock the lane that c belongs to. A live coroutine changes lanes only while
+// its old lane is locked (a steal), so once the lane read before locking is
+// still c's lane after locking, it stays so until we unlock.
+static struct exec_lane *lock_home(struct executor *ex, struct co *c, exec_irqstate_t *irq) {
+  for (;;) {
+    uint32_t i = __atomic_load_n(&c->lane, __ATOMIC_ACQUIRE);
+    struct exec_lane *l = lane_at(ex, i < ex->nlanes ? i : 0);
+    *irq = exec_lock_acquire(&l->lock);
+    if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == i)
+      return l;
+    exec_lock_release(&l->lock, *irq);
+  }
 }
 
 // ---- the COPS operations ----
 
-int64_t exec_spawn(struct executor *ex, co_poll_fn poll, void *arg, uint32_t prio, enum co_kind kind) {
+int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void *arg,
+                      uint32_t prio, enum co_kind kind) {
   if (!poll || prio >= ex->nprio)
     return EXEC_EINVAL;
-  LOCK(ex);
-  if (!ex->free_list) {
-    int err = grow_table(ex);
-    if (err) {
-      UNLOCK(ex);
-      return err;
+  lane %= __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  struct co *c;
+  {
+    LOCKED(&ex->lock);
+    if (!ex->free_list) {
+      int err = grow_table(ex);
+      if (err) {
+        UNLOCK(&ex->lock);
+        return err;
+      }
     }
+    c = ex->free_list;
+    ex->free_list = c->next;
+    ex->st.live++;
+    ex->st.spawned++;
+    UNLOCK(&ex->lock);
   }
-  struct co *c = ex->free_list;
-  ex->free_list = c->next;
+  // Nobody knows the new cid yet, so its fields are ours until it is queued.
   c->poll = poll;
   c->arg = arg;
   c->prio = (uint8_t)prio;
   c->kind = (uint8_t)kind;
   c->wake_pending = 0;
-  enqueue(ex, c);
-  ex->st.live++;
-  ex->st.spawned++;
-  cid_t cid = co_cid(c);
-  UNLOCK(ex);
+  __atomic_store_n(&c->lane, lane, __ATOMIC_RELEASE);
+  struct exec_lane *l = lane_at(ex, lane);
+  LOCKED(&l->lock);
+  enqueue(ex, l, c);
+  cid_t cid = co_cid_inline(c);
+  UNLOCK(&l->lock);
   return (int64_t)cid;
 }
 
-int exec_wake(struct executor *ex, cid_t cid) {
-  int r;
-  LOCK(ex);
-  struct co *c = lookup_locked(ex, cid);
+int64_t exec_spawn(struct executor *ex, co_poll_fn poll, void *arg, uint32_t prio, enum co_kind kind) {
+  return exec_spawn_on(ex, 0, poll, arg, prio, kind);
+}
+
+int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
+  struct co *c = lookup_unlocked(ex, cid);
   if (!c) {
-    ex->st.stale_wakes++;
-    r = EXEC_ESTALE;
+    __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
+    return EXEC_ESTALE;
+  }
+  exec_irqstate_t irq;
+  struct exec_lane *l = lock_home(ex, c, &irq);
+  int r;
+  if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE) {
+    r = EXEC_ESTALE;               // it exited between the lookup and the lock
   } else if (c->state == CO_BLOCKED) {
-    enqueue(ex, c);
-    ex->st.wakes++;
+    enqueue(ex, l, c);
+    l->wakes++;
     r = 1;
   } else {
     // Running (or trapped while running): it may be about to return PENDING, so
     // remember the wake. Already ready: it will be polled anyway.
     if (c->state != CO_READY) {
       c->wake_pending = 1;
-      ex->st.wakes_remembered++;
+      l->wakes_remembered++;
     }
     r = 0;
   }
-  UNLOCK(ex);
+  if (lane)
+    *lane = c->lane;
+  exec_lock_release(&l->lock, irq);
+  if (r == EXEC_ESTALE)
+    __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
   return r;
 }
+
+int exec_wake(struct executor *ex, cid_t cid) { return exec_wake_lane(ex, cid, 0); }
 
 int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio) {
   if (prio >= ex->nprio)
     return EXEC_EINVAL;
-  LOCK(ex);
-  struct co *c = lookup_locked(ex, cid);
-  if (!c) {
-    UNLOCK(ex);
+  struct co *c = lookup_unlocked(ex, cid);
+  if (!c)
     return EXEC_ESTALE;
-  }
-  if (c->state == CO_READY) {
-    unlink_ready(ex, c);
+  exec_irqstate_t irq;
+  struct exec_lane *l = lock_home(ex, c, &irq);
+  int r = 0;
+  if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE) {
+    r = EXEC_ESTALE;
+  } else if (c->state == CO_READY) {
+    unlink_ready(ex, l, c);
     c->prio = (uint8_t)prio;
-    enqueue(ex, c);
+    enqueue(ex, l, c);
   } else {
     c->prio = (uint8_t)prio;   // takes effect when it is next queued
   }
-  UNLOCK(ex);
-  return 0;
+  exec_lock_release(&l->lock, irq);
+  return r;
 }
 
-// Put the coroutine that just returned from poll where its result says.
-// (Only the counters that are off the dispatch path are kept here; how many are
-// ready, running or blocked is derived by exec_get_stats.)
-static void settle(struct executor *ex, struct co *c, int result) {
+// Put the coroutine that just returned from poll where its result says; the
+// caller holds the lock of c's lane, l.
+static void settle(struct executor *ex, struct exec_lane *l, struct co *c, int result) {
   if (result == CO_DONE) {
-    c->gen++;
-    if (c->gen == 0)
-      c->gen = 1;          // after 2^32 reuses, skip the never-valid generation 0
-    c->state = CO_FREE;
+    uint32_t gen = c->gen + 1;
+    if (gen == 0)
+      gen = 1;             // after 2^32 reuses, skip the never-valid generation 0
+    __atomic_store_n(&c->gen, gen, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->state, CO_FREE, __ATOMIC_RELAXED);
     c->poll = 0;
     c->arg = 0;
+    LOCKED(&ex->lock);     // order: a lane's lock, then the table's
     c->next = ex->free_list;
     ex->free_list = c;
     ex->st.live--;
     ex->st.exited++;
+    UNLOCK(&ex->lock);
   } else if (result == CO_PENDING && !c->wake_pending) {
     c->state = CO_BLOCKED;
   } else {
     // CO_YIELD, or a wake arrived while it ran: back to the tail of its queue.
     c->wake_pending = 0;
-    enqueue(ex, c);
+    enqueue(ex, l, c);
   }
 }
 
-struct co *exec_next(struct executor *ex, struct co *prev, int prev_result) {
-  LOCK(ex);
-  // Fast path: a coroutine that yields while nothing of its priority or better is
-  // ready would be queued and taken straight back; keep it running instead.
-  if (prev && prev_result == CO_YIELD && !(ex->bitmap & ((2ULL << prev->prio) - 1))) {
-    prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
-    UNLOCK(ex);
-    return prev;
+// Take the best coroutine of another lane if it is better than `than` (a
+// priority; NPRIO_MAX: anything). It moves to lane `self`. One lane lock at a
+// time, so two harts stealing from each other cannot deadlock.
+static struct co *steal(struct executor *ex, uint32_t self, uint32_t than) {
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    uint32_t best = than, victim = self;
+    for (uint32_t k = 1; k < n; k++) {
+      uint32_t v = self + k < n ? self + k : self + k - n;
+      uint64_t b = __atomic_load_n(&lane_at(ex, v)->bitmap, __ATOMIC_SEQ_CST);
+      if (b && exec_ctz64(b) < best) {
+        best = exec_ctz64(b);
+        victim = v;
+      }
+    }
+    if (victim == self)
+      return 0;
+    struct exec_lane *l = lane_at(ex, victim);
+    struct co *c = 0;
+    LOCKED(&l->lock);
+    if (l->bitmap && exec_ctz64(l->bitmap) < than) {
+      c = pop_highest(ex, l);
+      c->state = CO_RUNNING;
+      __atomic_store_n(&c->lane, self, __ATOMIC_RELEASE);   // under the old lane's lock
+    }
+    UNLOCK(&l->lock);
+    if (c) {
+      lane_at(ex, self)->steals++;   // only this lane's own loop writes it
+      return c;
+    }
   }
-  if (prev)
-    settle(ex, prev, prev_result);
-  struct co *c = pop_highest(ex);
+  return 0;
+}
+
+struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result) {
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  lane = lane < n ? lane : lane % n;
+  struct exec_lane *l = lane_at(ex, lane);
+  struct co *c = 0;
+  uint64_t mine;
+  {
+    LOCKED(&l->lock);
+    uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
+    if (prev) {
+      // Fast path: a coroutine that yields while nothing of its priority or
+      // better waits in its lane, and nothing better anywhere, would be queued
+      // and taken straight back; keep it running instead.
+      uint64_t upto = (2ULL << prev->prio) - 1;
+      if (prev_result == CO_YIELD && !(l->bitmap & upto) && !(all & (upto >> 1))) {
+        prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
+        UNLOCK(&l->lock);
+        return prev;
+      }
+      settle(ex, l, prev, prev_result);
+      all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
+    }
+    mine = l->bitmap;
+    // Our best is the best anywhere (nothing strictly better in the union):
+    // the common path, with no other lock touched.
+    if (mine && !(all & ((mine & -mine) - 1))) {
+      c = pop_highest(ex, l);
+      c->state = CO_RUNNING;
+    } else if (!all) {
+      UNLOCK(&l->lock);
+      return 0;
+    }
+    UNLOCK(&l->lock);
+  }
   if (c)
+    return c;
+  // Something better (or, if we have nothing, anything) is in another lane.
+  uint32_t than = mine ? exec_ctz64(mine) : NPRIO_MAX;
+  c = steal(ex, lane, than);
+  if (c)
+    return c;
+  // The union promised better work than any lane had (a clear and a put-back
+  // crossed, or someone took it first): clear the bits nobody backs, so that
+  // idle loops can sleep and the next dispatch does not look again.
+  uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST);
+  if (than < 64)
+    all &= (1ULL << than) - 1;
+  while (all) {
+    uint64_t bit = all & -all;
+    union_clear(ex, bit);
+    all &= ~bit;
+  }
+  if (!mine)
+    return 0;
+  LOCKED(&l->lock);
+  if (l->bitmap) {
+    c = pop_highest(ex, l);
     c->state = CO_RUNNING;
-  UNLOCK(ex);
+  }
+  UNLOCK(&l->lock);
   return c;
 }
 
+struct co *exec_next(struct executor *ex, struct co *prev, int prev_result) {
+  return exec_next_on(ex, 0, prev, prev_result);
+}
+
 int exec_reserve(struct executor *ex, uint32_t slots) {
-  LOCK(ex);
+  LOCKED(&ex->lock);
   int r = 0;
   while (r == 0 && ex->nchunks * EXEC_CHUNK_SLOTS < slots)
     r = grow_table(ex);
-  UNLOCK(ex);
+  UNLOCK(&ex->lock);
   return r;
 }
 
@@ -292,11 +479,33 @@ uint32_t exec_best_prio(const struct executor *ex) {
   return b ? exec_ctz64(b) : NPRIO_MAX;
 }
 
+// Take every lane's lock (in index order; nothing else holds two lane locks)
+// and then the table's: the order the rest of this file uses.
+static void lock_all(struct executor *ex, exec_irqstate_t *irq) {
+  for (uint32_t i = 0; i < ex->nlanes; i++)
+    irq[i] = exec_lock_acquire(&lane_at(ex, i)->lock);
+  irq[ex->nlanes] = exec_lock_acquire(&ex->lock);
+}
+
+static void unlock_all(struct executor *ex, exec_irqstate_t *irq) {
+  exec_lock_release(&ex->lock, irq[ex->nlanes]);
+  for (uint32_t i = ex->nlanes; i-- > 0;)
+    exec_lock_release(&lane_at(ex, i)->lock, irq[i]);
+}
+
 // Counters, plus how many coroutines are in each state (a walk of the slot
 // table: for statistics and tests, not for hot paths).
 void exec_get_stats(struct executor *ex, struct exec_stats *st) {
-  LOCK(ex);
+  exec_irqstate_t irq[EXEC_MAX_LANES + 1];
+  lock_all(ex, irq);
   *st = ex->st;
+  st->stale_wakes = __atomic_load_n(&ex->stale_wakes, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < ex->nlanes; i++) {
+    struct exec_lane *l = lane_at(ex, i);
+    st->wakes += l->wakes;
+    st->wakes_remembered += l->wakes_remembered;
+    st->steals += l->steals;
+  }
   st->ready = st->running = st->blocked = 0;
   for (uint32_t s = 0; s < ex->nchunks * EXEC_CHUNK_SLOTS; s++) {
     uint8_t state = slot_ptr(ex, s)->state;
@@ -304,7 +513,7 @@ void exec_get_stats(struct executor *ex, struct exec_stats *st) {
     st->running += state == CO_RUNNING || state == CO_SUSPENDED;
     st->blocked += state == CO_BLOCKED;
   }
-  UNLOCK(ex);
+  unlock_all(ex, irq);
 }
 
 // ---- invariant checking (tests and the debug console) ----
@@ -333,44 +542,52 @@ static int fail(char *why, size_t len, const char *msg, uint64_t v) {
 
 int exec_check(struct executor *ex, char *why, size_t whylen) {
   int r = 0;
-  LOCK(ex);
+  exec_irqstate_t irq[EXEC_MAX_LANES + 1];
+  lock_all(ex, irq);
   uint32_t nslots = ex->nchunks * EXEC_CHUNK_SLOTS;
   uint32_t queued = 0, nfree = 0, counted[CO_SUSPENDED + 1] = {0};
-  (void)counted[CO_RUNNING];
-  for (uint32_t p = 0; p < NPRIO_MAX && !r; p++) {
-    struct co_queue *q = &ex->ready[p];
-    int bit = (ex->bitmap >> p) & 1;
-    if (bit != (q->head != 0) || (q->head == 0) != (q->tail == 0)) {
-      r = fail(why, whylen, "bitmap bit disagrees with queue of priority", p);
-      break;
-    }
-    if (p >= ex->nprio && q->head) {
-      r = fail(why, whylen, "queue beyond nprio is non-empty:", p);
-      break;
-    }
-    struct co *prev = 0;
-    uint32_t steps = 0;
-    for (struct co *c = q->head; c; prev = c, c = c->next) {
-      if (++steps > nslots) {
-        r = fail(why, whylen, "cycle in ready queue", p);
+  uint64_t any = 0;
+  for (uint32_t i = 0; i < ex->nlanes && !r; i++) {
+    struct exec_lane *l = lane_at(ex, i);
+    any |= l->bitmap;
+    for (uint32_t p = 0; p < NPRIO_MAX && !r; p++) {
+      if (p >= ex->nprio) {
+        if ((l->bitmap >> p) & 1)
+          r = fail(why, whylen, "bitmap bit beyond nprio:", p);
         break;
       }
-      if (c->state != CO_READY || c->prio != p || c->prev != prev) {
-        r = fail(why, whylen, "bad coroutine in ready queue: slot", c->slot);
+      struct co_queue *q = &l->ready[p];
+      int bit = (l->bitmap >> p) & 1;
+      if (bit != (q->head != 0) || (q->head == 0) != (q->tail == 0)) {
+        r = fail(why, whylen, "bitmap bit disagrees with queue of priority", p);
         break;
       }
-      queued++;
+      struct co *prev = 0;
+      uint32_t steps = 0;
+      for (struct co *c = q->head; c; prev = c, c = c->next) {
+        if (++steps > nslots) {
+          r = fail(why, whylen, "cycle in ready queue", p);
+          break;
+        }
+        if (c->state != CO_READY || c->prio != p || c->prev != prev || c->lane != i) {
+          r = fail(why, whylen, "bad coroutine in ready queue: slot", c->slot);
+          break;
+        }
+        queued++;
+      }
+      if (!r && q->tail != prev)
+        r = fail(why, whylen, "tail does not end queue", p);
     }
-    if (!r && q->tail != prev)
-      r = fail(why, whylen, "tail does not end queue", p);
   }
+  if (!r && (any & ~__atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST)))
+    r = fail(why, whylen, "a lane has a priority the union bitmap lacks; lanes' union", any);
   for (struct co *c = ex->free_list; c && !r; c = c->next) {
     if (++nfree > nslots || c->state != CO_FREE)
       r = fail(why, whylen, "bad free list entry: slot", c->slot);
   }
   for (uint32_t s = 0; s < nslots && !r; s++) {
     struct co *c = slot_ptr(ex, s);
-    if (c->slot != s || c->state > CO_SUSPENDED) {
+    if (c->slot != s || c->state > CO_SUSPENDED || (c->state != CO_FREE && c->lane >= ex->nlanes)) {
       r = fail(why, whylen, "corrupt slot", s);
       break;
     }
@@ -383,6 +600,6 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
   if (!r && (ex->st.live != nslots - nfree || ex->st.slots != nslots ||
              ex->st.spawned - ex->st.exited != ex->st.live))
     r = fail(why, whylen, "counters disagree with the table; live =", ex->st.live);
-  UNLOCK(ex);
+  unlock_all(ex, irq);
   return r;
 }

@@ -17,10 +17,19 @@
 //     block but has not returned PENDING yet) sets wake_pending, and the executor
 //     requeues it instead of blocking it.
 //
-// Concurrency: every operation takes the executor's lock, so several harts (or
-// threads) may run the loop and call spawn/wake/reprio at once. How the lock is
-// taken is environment-specific and comes from "exec_arch.h" (the kernel's masks
-// interrupts while it holds the lock so that interrupt handlers may call wake).
+// Concurrency: lanes. An executor has one or more lanes (the kernel: one per
+// hart; a user process: one per thread that runs its loop). Each lane has its
+// own lock, ready queues and bitmap; a coroutine belongs to one lane at a time
+// (its home: where it was spawned or last ran), and a wake queues it there.
+// The dispatch step locks only the caller's lane. Priority order still holds
+// across lanes: `bitmap` in the executor is the union of the lanes' bitmaps,
+// kept with atomic or/and on the rare transitions of a lane's bit, and a lane
+// whose best is worse than that union's best steals from the lane that has the
+// better coroutine (which then moves: its home becomes the thief's lane). The
+// slot table and its free list have a lock of their own, taken by spawn and
+// exit only. How a lock is taken is environment-specific and comes from
+// "exec_arch.h" (the kernel's masks interrupts while it holds a lock so that
+// interrupt handlers may call wake).
 #ifndef EXECUTOR_H
 #define EXECUTOR_H
 #include <stdint.h>
@@ -28,6 +37,8 @@
 
 #define NPRIO_MAX 64        // one uint64_t bitmap describes an executor
 #define NPRIO_DEFAULT 8
+#define EXEC_MAX_LANES 8    // harts (kernel) or executor threads (user) with a lane
+#define EXEC_MAX_CHUNKS 256 // slot table: 256 chunks of 256 slots = 65,536 coroutines
 
 typedef uint64_t cid_t;
 #define CID_NONE ((cid_t)0)
@@ -63,7 +74,7 @@ struct co {
   uint8_t state;            // enum co_state
   uint8_t wake_pending;     // woken while running: requeue instead of blocking
   uint8_t kind;             // enum co_kind, informational
-  uint32_t reserved;
+  uint32_t lane;            // home lane: where it is queued, runs, or was freed
 };
 
 struct co_queue {
@@ -73,46 +84,76 @@ struct co_queue {
 #define EXEC_CHUNK_SLOTS 256    // slots per table chunk: 256 * 48 B = 12 KiB
 
 struct exec_stats {
-  uint64_t spawned, exited, wakes, stale_wakes, wakes_remembered;
+  uint64_t spawned, exited, wakes, stale_wakes, wakes_remembered, steals;
   uint32_t live, slots;
   uint32_t ready, running, blocked;   // filled in by exec_get_stats (a table walk)
 };
 
+// One lane: a lock, a bitmap and nprio ready FIFOs (the array is sized at
+// exec_init, so a lane costs 32 + 16 * nprio bytes, rounded up to a power of
+// two so that finding a lane is a shift).
+struct exec_lane {
+  volatile uint64_t lock;
+  uint64_t bitmap;                    // bit p <=> ready[p] non-empty (written under lock)
+  uint64_t wakes, wakes_remembered;   // counters, under lock
+  uint64_t steals;                    // coroutines this lane took from others
+  uint64_t reserved[3];
+  struct co_queue ready[];            // nprio queues
+};
+
 struct executor {
-  volatile uint64_t lock;             // 64-bit: amoswap.d needs no sign extension
-  uint32_t nprio;
-  uint64_t bitmap;                    // bit p <=> ready[p] non-empty
-  struct co_queue ready[NPRIO_MAX];
-  struct co **chunks;                 // chunk directory: slot s is chunks[s/256][s%256]
-  uint32_t nchunks, chunk_cap;
+  volatile uint64_t lock;             // slot table and free list (spawn, exit)
+  uint32_t nprio, nlanes;
+  uint64_t bitmap;                    // union of the lanes' bitmaps: the kernel reads it
+  char *lanes;                        // nlanes lanes, 1 << lane_shift bytes apart
+  uint32_t lane_shift;
+  uint32_t nchunks;                   // published with release; readers need no lock
+  struct co *chunks[EXEC_MAX_CHUNKS]; // slot s is chunks[s/256][s%256]; never moved
   struct co *free_list;               // FREE slots, linked through `next`
-  struct exec_stats st;
-  void *(*alloc)(size_t);             // memory for chunks (kmalloc in the kernel)
+  struct exec_stats st;               // spawned, exited, live, slots (under lock)
+  uint64_t stale_wakes;               // atomic
+  void *(*alloc)(size_t);             // memory for chunks and lanes (kmalloc in the kernel)
   void (*free)(void *);
 };
 
-// Set up an empty executor with nprio priorities (1..NPRIO_MAX).
+// Set up an empty executor with nprio priorities (1..NPRIO_MAX) and nlanes
+// lanes (1..EXEC_MAX_LANES). exec_init is exec_init_lanes with one lane.
+int exec_init_lanes(struct executor *ex, uint32_t nprio, uint32_t nlanes,
+                    void *(*alloc)(size_t), void (*free)(void *));
 int exec_init(struct executor *ex, uint32_t nprio, void *(*alloc)(size_t), void (*free)(void *));
+// Use nlanes lanes from now on (more than before; at most EXEC_MAX_LANES:
+// room for all is allocated at init). 0 or EXEC_EINVAL.
+int exec_set_lanes(struct executor *ex, uint32_t nlanes);
 // Grow the slot table to at least `slots` slots now (it grows by itself when
 // full; reserving up front keeps a peak of live coroutines from changing the
 // memory counters that leak tests compare). 0 or EXEC_ENOMEM.
 int exec_reserve(struct executor *ex, uint32_t slots);
-// Free the slot table. Only valid when no coroutine is live.
+// Free the slot table and the lanes. Only valid when no coroutine is live.
 void exec_destroy(struct executor *ex);
 
-// Create a ready coroutine. Returns its cid, or a negative EXEC_* error.
+// Create a ready coroutine in lane `lane` (taken modulo nlanes; exec_spawn uses
+// lane 0). Returns its cid, or a negative EXEC_* error.
+int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void *arg,
+                      uint32_t prio, enum co_kind kind);
 int64_t exec_spawn(struct executor *ex, co_poll_fn poll, void *arg, uint32_t prio, enum co_kind kind);
 
-// Make a blocked coroutine ready. Returns 1 if it became ready, 0 if the wake was
-// absorbed (already ready, or running: then it is remembered), EXEC_ESTALE otherwise.
+// Make a blocked coroutine ready, in its home lane. Returns 1 if it became
+// ready, 0 if the wake was absorbed (already ready, or running: then it is
+// remembered), EXEC_ESTALE otherwise. exec_wake_lane also stores the lane it
+// was queued in (a hint for whom to wake up: it may be stolen at once).
 int exec_wake(struct executor *ex, cid_t cid);
+int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane);
 
 // Change a coroutine's priority; a ready one moves to the tail of its new queue.
 int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio);
 
-// The loop's single locked step: settle the coroutine that just ran (prev, with the
-// value its poll returned), then take the best ready coroutine and mark it running.
-// Returns NULL when nothing is ready. prev may be NULL.
+// The loop's step for lane `lane`: settle the coroutine that just ran (prev,
+// with the value its poll returned) in this lane, then take the best ready
+// coroutine -- from this lane, or stolen from another whose best is strictly
+// better (or from any, when this lane has nothing) -- and mark it running.
+// Returns NULL when nothing is ready anywhere. prev may be NULL; it must have
+// been returned by a previous call for the same lane. exec_next is lane 0.
+struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result);
 struct co *exec_next(struct executor *ex, struct co *prev, int prev_result);
 
 // Priority of the best ready coroutine, or NPRIO_MAX when none is ready.
@@ -124,10 +165,11 @@ struct co *exec_lookup(struct executor *ex, cid_t cid);
 cid_t co_cid(const struct co *c);
 static inline cid_t co_cid_inline(const struct co *c) { return ((cid_t)c->gen << 32) | c->slot; }
 
-// Walk every structure and check the invariants: bit p <=> queue p non-empty, every
-// queued coroutine is READY with that priority, every slot is in exactly one of
-// {ready queue, blocked, running, free list}, counters match. Returns 0 when all
-// hold, else -1 with a reason in why. Takes the lock.
+// Walk every structure and check the invariants: in every lane bit p <=> queue
+// p non-empty, every queued coroutine is READY with that priority and names that
+// lane; no lane has a bit the union lacks; every slot is in exactly one of
+// {ready queues, blocked, running, free list}, counters match. Returns 0 when
+// all hold, else -1 with a reason in why. Takes every lock.
 int exec_check(struct executor *ex, char *why, size_t whylen);
 
 void exec_get_stats(struct executor *ex, struct exec_stats *st);

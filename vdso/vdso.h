@@ -13,7 +13,7 @@
 #include "ces.h"
 
 #define VDSO_MAGIC 0x4f53445643524f43ULL   // "CORCVDSO"
-#define VDSO_VERSION 1
+#define VDSO_VERSION 2                 // 2: executor lanes (exec_*_on, exec_init_lanes), CES
 
 struct vdso_table {
   uint64_t magic;
@@ -31,8 +31,13 @@ struct vdso_table {
   void (*stackful_init)(struct stackful *, void *, size_t, void (*)(void *), void *, int,
                         void (*)(struct stackful *));
   void (*full_switch)(struct full_ctx *, const struct full_ctx *);
-  // CES mutexes (vdso/ces.h); added after the first release of version 1, so a
-  // caller checks that `size` covers them.
+  // version 2
+  int (*exec_init_lanes)(struct executor *, uint32_t, uint32_t, void *(*)(size_t), void (*)(void *));
+  int64_t (*exec_spawn_on)(struct executor *, uint32_t, co_poll_fn, void *, uint32_t, enum co_kind);
+  struct co *(*exec_next_on)(struct executor *, uint32_t, struct co *, int);
+  int (*exec_set_lanes)(struct executor *, uint32_t);
+  // CES mutexes (vdso/ces.h), after the lanes: a caller checks that `size`
+  // covers them
   void (*ces_init)(struct ces_mutex *, const struct ces_env *, uint32_t);
   void (*ces_run)(struct ces_mutex *, void (*)(void *), void *);
   void (*ces_lock)(struct ces_mutex *, struct ces_node *);

@@ -125,8 +125,10 @@ static void test_wake_before_block(void) {
   s.cid = (cid_t)exec_spawn(&ex, selfwake_poll, &s, 3, CO_STACKLESS);
   drain(&ex, 10);
   CHECK_EQ(s.runs, 2);
-  CHECK_EQ(ex.st.live, 0);
-  CHECK_EQ(ex.st.wakes_remembered, 1);
+  struct exec_stats st;
+  exec_get_stats(&ex, &st);
+  CHECK_EQ(st.live, 0);
+  CHECK_EQ(st.wakes_remembered, 1);
   exec_destroy(&ex);
 }
 
@@ -172,7 +174,9 @@ static void test_stale_and_bad_cids(void) {
   CHECK(exec_lookup(&ex, old) == 0);
   CHECK(exec_lookup(&ex, fresh) != 0);
   CHECK_EQ(exec_wake(&ex, fresh), 1);
-  CHECK(ex.st.stale_wakes >= 4);
+  struct exec_stats st;
+  exec_get_stats(&ex, &st);
+  CHECK(st.stale_wakes >= 4);
   r.result = CO_DONE;
   drain(&ex, 10);
   exec_destroy(&ex);
@@ -270,11 +274,11 @@ static int stress_poll(void *arg) {
 }
 
 static void *stress_worker(void *arg) {
-  (void)arg;
+  uint32_t lane = (uint32_t)(uintptr_t)arg;
   struct co *prev = 0;
   int res = 0;
   while (!st_g.done) {
-    struct co *c = exec_next(st_g.ex, prev, res);
+    struct co *c = exec_next_on(st_g.ex, lane, prev, res);
     prev = c;
     if (c)
       res = c->poll(c->arg);
@@ -282,13 +286,15 @@ static void *stress_worker(void *arg) {
       sched_yield();
   }
   if (prev)
-    exec_next(st_g.ex, prev, res);   // settle the last one
+    exec_next_on(st_g.ex, lane, prev, res);   // settle the last one
   return 0;
 }
 
-static void test_threaded_stress_invariants(void) {
+// nlanes 1: every worker shares lane 0; S_THREADS: one lane each, so they
+// steal from each other whenever a better coroutine waits in another lane.
+static void stress_run(uint32_t nlanes) {
   struct executor ex;
-  exec_init(&ex, 8, malloc, free);
+  exec_init_lanes(&ex, 8, nlanes, malloc, free);
   st_g.ex = &ex;
   st_g.done = 0;
   for (int i = 0; i < S_COS; i++) {
@@ -299,10 +305,11 @@ static void test_threaded_stress_invariants(void) {
   }
   // Publish cids before anything runs: spawn under no contention, then start threads.
   for (int i = 0; i < S_COS; i++)
-    st_g.cid[i] = (cid_t)exec_spawn(&ex, stress_poll, &st_args[i], (uint32_t)(i % 8), CO_STACKLESS);
+    st_g.cid[i] = (cid_t)exec_spawn_on(&ex, (uint32_t)i, stress_poll, &st_args[i], (uint32_t)(i % 8),
+                                       CO_STACKLESS);
   pthread_t t[S_THREADS];
   for (int i = 0; i < S_THREADS; i++)
-    pthread_create(&t[i], 0, stress_worker, 0);
+    pthread_create(&t[i], 0, stress_worker, (void *)(uintptr_t)i);
   int bad = 0;
   for (int round = 0; round < 20000; round++) {
     if (exec_check(&ex, why, sizeof why) != 0) { bad = 1; break; }
@@ -323,10 +330,93 @@ static void test_threaded_stress_invariants(void) {
     printf("  invariant: %s\n", why);
   CHECK(!bad);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
-  CHECK_EQ(ex.st.live, 0);
-  CHECK_EQ(ex.st.exited, S_COS);
+  struct exec_stats fin;
+  exec_get_stats(&ex, &fin);
+  CHECK_EQ(fin.live, 0);
+  CHECK_EQ(fin.exited, S_COS);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);   // the union holds nothing stale at rest
+  if (nlanes > 1)
+    CHECK(fin.steals > 0);
   for (int i = 0; i < S_COS; i++)
     CHECK_EQ(st_g.steps[i], S_STEPS);
+  exec_destroy(&ex);
+}
+
+static void test_threaded_stress_invariants(void) { stress_run(1); }
+static void test_threaded_stress_lanes(void) { stress_run(S_THREADS); }
+
+// ---- lanes, one thread: the rules, step by step ----
+
+static void test_lanes_own_first_then_steal_better(void) {
+  struct executor ex;
+  CHECK_EQ(exec_init_lanes(&ex, 8, 0, malloc, free), EXEC_EINVAL);
+  CHECK_EQ(exec_init_lanes(&ex, 8, EXEC_MAX_LANES + 1, malloc, free), EXEC_EINVAL);
+  CHECK_EQ(exec_init_lanes(&ex, 8, 2, malloc, free), 0);
+  int log[8], n = 0;
+  struct rec a = { 1, log, &n, CO_PENDING }, b = { 2, log, &n, CO_PENDING }, c = { 3, log, &n, CO_DONE };
+  cid_t ca = (cid_t)exec_spawn_on(&ex, 0, rec_poll, &a, 4, CO_STACKLESS);
+  exec_spawn_on(&ex, 1, rec_poll, &b, 4, CO_STACKLESS);
+  exec_spawn_on(&ex, 1, rec_poll, &c, 2, CO_STACKLESS);
+  CHECK_EQ(exec_best_prio(&ex), 2);
+  // Lane 0's best (4) is worse than lane 1's (2): lane 0 steals c.
+  struct co *x = exec_next_on(&ex, 0, 0, 0);
+  CHECK(x && x->arg == &c && x->lane == 0);
+  // Now equal priorities: each lane runs its own coroutine.
+  struct co *y = exec_next_on(&ex, 0, x, x->poll(x->arg));
+  CHECK(y && y->arg == &a);
+  struct co *z = exec_next_on(&ex, 1, 0, 0);
+  CHECK(z && z->arg == &b && z->lane == 1);
+  CHECK(exec_next_on(&ex, 0, y, y->poll(y->arg)) == 0);   // a blocks in lane 0
+  CHECK(exec_next_on(&ex, 1, z, z->poll(z->arg)) == 0);   // b blocks in lane 1
+  // A wake queues a coroutine in its home lane, and says which.
+  uint32_t lane = 9;
+  CHECK_EQ(exec_wake_lane(&ex, ca, &lane), 1);
+  CHECK_EQ(lane, 0);
+  // Lane 1 has nothing: it takes anything, and the coroutine moves.
+  x = exec_next_on(&ex, 1, 0, 0);
+  CHECK(x && x->arg == &a && x->lane == 1);
+  a.result = CO_DONE;
+  CHECK(exec_next_on(&ex, 1, x, x->poll(x->arg)) == 0);
+  struct exec_stats st;
+  exec_get_stats(&ex, &st);
+  CHECK_EQ(st.steals, 2);
+  CHECK_EQ(st.live, 1);
+  CHECK_EQ(st.blocked, 1);
+  CHECK_EQ(n, 4);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_destroy(&ex);
+}
+
+static void test_lanes_yield_and_union(void) {
+  struct executor ex;
+  exec_init_lanes(&ex, 8, 3, malloc, free);
+  int log[8], n = 0;
+  struct rec a = { 1, log, &n, CO_YIELD }, b = { 2, log, &n, CO_YIELD };
+  exec_spawn_on(&ex, 0, rec_poll, &a, 5, CO_STACKLESS);
+  struct co *x = exec_next_on(&ex, 0, 0, 0);
+  CHECK(x && x->arg == &a);
+  // An equal priority in another lane does not take the hart from a yielder
+  // (that lane's own loop runs it); a better one anywhere does.
+  exec_spawn_on(&ex, 2, rec_poll, &b, 5, CO_STACKLESS);
+  CHECK(exec_next_on(&ex, 0, x, CO_YIELD) == x);
+  CHECK_EQ(exec_best_prio(&ex), 5);
+  struct co *y = exec_next_on(&ex, 2, 0, 0);
+  CHECK(y && y->arg == &b);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);   // both running: the union is empty
+  CHECK_EQ(exec_reprio(&ex, co_cid(y), 3), 0);
+  CHECK(exec_next_on(&ex, 2, y, CO_YIELD) == y);
+  CHECK_EQ(exec_reprio(&ex, co_cid(x), 7), 0);
+  struct co *z = exec_next_on(&ex, 0, x, CO_YIELD);   // x queued at 7, the only one ready
+  CHECK(z == x);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_set_lanes(&ex, EXEC_MAX_LANES + 1), EXEC_EINVAL);
+  CHECK_EQ(exec_set_lanes(&ex, 5), 0);
+  CHECK_EQ(ex.nlanes, 5);
+  CHECK_EQ(exec_set_lanes(&ex, 2), 0);        // never shrinks
+  CHECK_EQ(ex.nlanes, 5);
+  exec_next_on(&ex, 0, z, CO_DONE);
+  exec_next_on(&ex, 2, y, CO_DONE);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
   exec_destroy(&ex);
 }
 
@@ -342,4 +432,7 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_ten_thousand_alive);
   RUN_TEST(test_ctz_soft);
   RUN_TEST(test_threaded_stress_invariants);
+  RUN_TEST(test_threaded_stress_lanes);
+  RUN_TEST(test_lanes_own_first_then_steal_better);
+  RUN_TEST(test_lanes_yield_and_union);
 CHECK_MAIN_END
