@@ -7,8 +7,8 @@
 
 #define V ((const struct vdso_table *)USER_VDSO)
 
-// The process has one executor for all its threads, so "elsewhere" is the
-// executor itself: any thread may take the woken coroutine.
+// A woken coroutine goes back to its home lane, the thread where it blocked
+// (normally not the combiner's), and any idle thread may steal it.
 static int wake_elsewhere(cid_t cid) { return cops_wake(cid); }
 
 // A combiner waits for a requester on another thread to link itself behind
