@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, OPENSBI, QEMU_LIMIT, coral_qemu
 OUT=${OUT:-docs/results/smp.md}
-BOOTS=${BOOTS:-3}
+BOOTS=${BOOTS:-5}
 log=$BUILD/bench-smp.log
 mkdir -p "$BUILD" "$(dirname "$OUT")"
 report_only=0
@@ -27,7 +27,10 @@ for smp in 1 2 4; do
   [ $report_only = 1 ] && break
   for b in $(seq "$BOOTS"); do
     one=$BUILD/bench-smp-$smp-$b.log
-    coral_qemu "$smp" 256M "benchsmp" < /dev/null > "$one" 2>&1 || true
+    # CPU time over wall time of the whole boot: how many host cores QEMU got.
+    TIMEFORMAT="%R %U %S"
+    t=$( { time coral_qemu "$smp" 256M "benchsmp" < /dev/null > "$one" 2>&1 || true; } 2>&1 )
+    echo "CORES smp$smp $(echo "$t" | awk '{ printf "%.2f", ($2 + $3) / $1 }')" >> "$log"
     if ! grep -q '^BENCH DONE' "$one"; then
       echo "bench-smp: the run at -smp $smp (boot $b) did not finish; see $one" >&2
       exit 1
@@ -52,7 +55,11 @@ python3 - "$log" "$OUT" "$BOOTS" "$host_cpus" "$qemu_version" "$load" "$(date -u
 import re, statistics, sys, textwrap
 log, out, boots, cpus, qver, load, day, mrows = sys.argv[1:9]
 vals = {}
+cores = {}
 for line in open(log):
+    c = re.match(r"CORES smp(\d+) ([0-9.]+)", line)
+    if c:
+        cores.setdefault(int(c[1]), []).append(float(c[2]))
     m = re.match(r"BENCH name=(\w+)_smp(\d+) value=([0-9.]+) unit=(\S+)", line)
     if m:
         vals.setdefault((m[1], int(m[2])), []).append(float(m[3]))
@@ -84,7 +91,7 @@ L.append(textwrap.fill(
 L.append("")
 L.append("## Mutex microbenchmark (the CES paper's shape)")
 L.append("")
-L.append("tests/kernel/bench_smp.c: 16 stackful kernel coroutines each loop 16,000 times:")
+L.append("tests/kernel/bench_smp.c: 16 stackful kernel coroutines each loop 32,000 times:")
 L.append("a short critical section on shared data (a counter and three table slots, about")
 L.append("30 instructions), then independent work (a 48-step xorshift chain, about 400")
 L.append("instructions). Throughput is loop iterations per second of guest time. Each")
@@ -107,6 +114,12 @@ L.append(f"{med.get(('spin', 2), 0) / med.get(('spin', 1), 1):.2f}, hand-off "
          f"{med.get(('ces', 2), 0) / med.get(('ces', 1), 1):.2f}.")
 def pct(key):
     return " / ".join(f"{med[(key, h)]:.1f} %" if (key, h) in med else "n/a" for h in harts)
+L.append("")
+got = " / ".join(f"{statistics.median(cores[h]):.2f}" if h in cores else "n/a" for h in harts)
+L.append("Host cores QEMU actually got (its CPU time over the wall time of each boot,")
+L.append(f"median; 1 / 2 / 4 harts): {got}. Below the hart count, harts took turns on")
+L.append("fewer cores, and the 2- and 4-hart columns show less parallel speed than the")
+L.append("code has.")
 L.append("")
 L.append("How often a request found the lock held and queued (median, 1 / 2 / 4 harts):")
 L.append(f"hand-off mutex {pct('handoff_waited')}; CES mutex {pct('ces_waited')}, of which")

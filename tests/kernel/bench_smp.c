@@ -32,7 +32,7 @@
 #include "spinlock.h"
 
 #define SMP_COS 16
-#define SMP_ITERS 16000             // a run then lasts 50 ms or more, several ticks
+#define SMP_ITERS 32000             // a run then lasts 100 ms or more, many ticks
 #define SMP_ROUNDS 3
 #define SMP_LOCAL_STEPS 48          // about 8 instructions each
 
