@@ -26,8 +26,13 @@ extern struct executor kexec;
 void sched_init(void);                       // boot hart, before any spawn
 __attribute__((noreturn)) void sched_loop(void);
 
+// A new coroutine is queued in the lane of the hart that spawns it; the _on
+// forms queue it in hart's lane instead (an idle hart may still steal it).
 int64_t kco_spawn(co_poll_fn poll, void *arg, uint32_t prio);
 int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int flags);
+int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio);
+int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint32_t prio,
+                              int flags);
 cid_t kco_current(void);
 int kco_wake(cid_t cid);                     // also safe from interrupt handlers
 int kco_reprio(cid_t cid, uint32_t prio);

@@ -38,6 +38,11 @@ static inline uint32_t rank(struct proc *p) {
 
 uint32_t prio_of(struct proc *p) { return rank(p); }
 
+int prio_user_has_ready(struct proc *p) {
+  const struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
+  return ex && (__atomic_load_n(&ex->bitmap, __ATOMIC_ACQUIRE) & ((1ULL << NPRIO_DEFAULT) - 1));
+}
+
 static inline uint32_t deserved(struct proc *p) {
   return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? rank(p) : PRIO_UNRANKED;
 }

@@ -14,6 +14,9 @@ uint64_t prio_vvar_page(void);            // its physical address, to map into p
 // The priority a process's work deserves now: the best of its ready bitmap and
 // the coroutine it is running, clamped to [USER_PRIO_CEILING, NPRIO-1].
 uint32_t prio_of(struct proc *p);
+// Has p's executor a ready coroutine (any bit in its union bitmap)? Untrusted:
+// a process that lies only wakes itself early.
+int prio_user_has_ready(struct proc *p);
 // Rank p again (COPS: at every kernel entry): if the priority its work deserves
 // now, or whether it has a runnable thread at all (p->nactive), changed since
 // it was last published, move it in the global bitmap. O(1) and lock-free: the

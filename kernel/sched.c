@@ -32,12 +32,20 @@ void sched_init(void) {
 // sequentially consistent accesses, so at least one of them sees the other: no
 // lost kick.
 static void kick_lane(uint32_t lane) {
-  uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST);
-  idle &= ~(1ULL << this_hart()->index);
-  if (!idle)
-    return;
-  uint32_t target = lane < 64 && (idle >> lane) & 1 ? lane : exec_ctz64(idle);
-  sbi_send_ipi(1, harts[target].hartid);
+  uint64_t self = 1ULL << this_hart()->index;
+  for (;;) {
+    uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~self;
+    if (!idle)
+      return;
+    uint32_t target = lane < 64 && (idle >> lane) & 1 ? lane : exec_ctz64(idle);
+    // Claim the sleeper, so that the next wake (a burst of spawns) kicks a
+    // different one instead of the same hart again.
+    uint64_t bit = 1ULL << target;
+    if (__atomic_fetch_and(&idle_harts, ~bit, __ATOMIC_SEQ_CST) & bit) {
+      sbi_send_ipi(1, harts[target].hartid);
+      return;
+    }
+  }
 }
 
 void sched_kick(void) { kick_lane(64); }
@@ -82,11 +90,15 @@ void sched_loop(void) {
   }
 }
 
-int64_t kco_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
-  int64_t cid = exec_spawn_on(&kexec, this_hart()->index, poll, arg, prio, CO_STACKLESS);
+int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio) {
+  int64_t cid = exec_spawn_on(&kexec, hart, poll, arg, prio, CO_STACKLESS);
   if (cid > 0)
-    sched_kick();
+    kick_lane(hart);
   return cid;
+}
+
+int64_t kco_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
+  return kco_spawn_on(this_hart()->index, poll, arg, prio);
 }
 
 // What a stackful kernel coroutine owns: its stackful record and its stack.
@@ -95,7 +107,8 @@ static void release_stackful(struct stackful *sf) {
   kfree(sf);
 }
 
-int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int flags) {
+int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint32_t prio,
+                              int flags) {
   struct stackful *sf = kmalloc(sizeof *sf);
   void *stack = palloc(KCO_STACK_PAGES);
   if (!sf || !stack) {
@@ -106,13 +119,17 @@ int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int fla
   }
   stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, fn, arg, flags & KCO_FULLSAVE,
                 release_stackful);
-  int64_t cid = exec_spawn_on(&kexec, this_hart()->index, stackful_poll, sf, prio, CO_STACKFUL);
+  int64_t cid = exec_spawn_on(&kexec, hart, stackful_poll, sf, prio, CO_STACKFUL);
   if (cid < 0) {
     release_stackful(sf);
     return cid;
   }
-  sched_kick();
+  kick_lane(hart);
   return cid;
+}
+
+int64_t kco_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio, int flags) {
+  return kco_spawn_stackful_on(this_hart()->index, fn, arg, prio, flags);
 }
 
 cid_t kco_current(void) {

@@ -334,11 +334,14 @@ static long sys_thread_join(struct thread *t, struct sysargs *sa, int may_block)
 }
 
 // uwait(): block until a user interrupt is pending. The runtime calls it when
-// its executor has nothing ready but async calls are still in flight.
+// its executor has nothing ready but async calls are still in flight. If its
+// executor has a ready coroutine by now, return at once: the user-interrupt
+// handler may have run (and woken one) between the runtime's look at its
+// queues and this call, and then no interrupt is pending to end the wait.
 static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)sa;
-  if (uintr_pending(t) || p->ring_waiting)
+  if (uintr_pending(t) || p->ring_waiting || prio_user_has_ready(p))
     return 0;
   if (!may_block)
     return WOULD_BLOCK;

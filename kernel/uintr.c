@@ -86,7 +86,9 @@ int uintr_ecall_ret(struct thread *t) {
 // How the post reaches the thread; uintr_post wraps it with the benchmark's
 // instret readings.
 static void post(struct thread *t) {
-  __atomic_fetch_add(&t->ui.posted, 1, __ATOMIC_RELAXED);
+  // Counted before the bit is raised, sequentially consistent: the emulated
+  // handler exit (uintr_emul_ecall_ret) relies on it.
+  __atomic_fetch_add(&t->ui.posted, 1, __ATOMIC_SEQ_CST);
   int entry1 = __atomic_load_n(&t->ui.uintc_entry1, __ATOMIC_SEQ_CST);
   if (entry1) {
     // The controller keeps the bit until the thread's handler claims it, and

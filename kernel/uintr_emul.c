@@ -40,10 +40,16 @@ int uintr_emul_ecall_ret(struct thread *t) {
   uint64_t a0 = frame[0], a7 = frame[(UINTR_RET_A0_OFF - UINTR_RET_A7_OFF) / 8];
   // The `csrc uip` the handler did not execute at its entry: the same effect,
   // unless an interrupt was posted after the entry (a post raises USIP after
-  // it counts, and its completion was in the ring before either).
+  // it counts, and its completion was in the ring before either). Clear
+  // first, then look at the count, and raise again if it moved: looking
+  // first would lose a post that counts and raises (a no-op: USIP is still
+  // set) between the look and the clear, with its completion left in the
+  // ring and the thread asleep in uwait. All sequentially consistent, as in
+  // post(): either we see its count, or its raise comes after our clear.
   uint64_t old;
-  if (__atomic_load_n(&t->ui.posted, __ATOMIC_ACQUIRE) == t->ui.posted_at_entry)
-    (void)nm_csr_access(&t->ui.n, &user_env, NM_CSR_UIP, NM_CSRRC, NM_USIP, 1, &old);
+  (void)nm_csr_access(&t->ui.n, &user_env, NM_CSR_UIP, NM_CSRRC, NM_USIP, 1, &old);
+  if (__atomic_load_n(&t->ui.posted, __ATOMIC_SEQ_CST) != t->ui.posted_at_entry)
+    nm_raise(&t->ui.n, NM_USIP);
   if (nm_uret(&t->ui.n, &user_env, &t->uc.pc) != 0)
     return -1;
   t->uc.x[REG_A0] = a0;

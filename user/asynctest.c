@@ -209,6 +209,10 @@ static void test_exit_inflight(void) {
     if (!same)
       sleep(10);
   }
+  if (!same)
+    printf("asynctest: after the child: free pages %ld (was %ld), kmalloc objects %ld (was %ld), "
+           "live coroutines %ld (was %ld)\n", kstat(KSTAT_FREE_PAGES), free0,
+           kstat(KSTAT_KMALLOC_OBJECTS), objs0, kstat(KSTAT_LIVE_COROUTINES), cos0);
   check("inflight-nothing-leaked", same, 1);
 }
 

@@ -441,7 +441,10 @@ struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int
     return c;
   // The union promised better work than any lane had (a clear and a put-back
   // crossed, or someone took it first): clear the bits nobody backs, so that
-  // idle loops can sleep and the next dispatch does not look again.
+  // idle loops can sleep and the next dispatch does not look again. Under
+  // our lane's lock, like every other clear, so that exec_check (which holds
+  // every lane) never sees a bit cleared and not yet put back.
+  LOCKED(&l->lock);
   uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST);
   if (than < 64)
     all &= (1ULL << than) - 1;
@@ -450,9 +453,6 @@ struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int
     union_clear(ex, bit);
     all &= ~bit;
   }
-  if (!mine)
-    return 0;
-  LOCKED(&l->lock);
   if (l->bitmap) {
     c = pop_highest(ex, l);
     c->state = CO_RUNNING;

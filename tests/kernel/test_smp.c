@@ -1,0 +1,257 @@
+// Executor lanes on several harts: migration of each coroutine kind, the bound
+// on how long a better coroutine waits in another hart's lane, and no lost
+// wakeup while coroutines are stolen. On one hart these tests have nothing to
+// check and pass trivially (make test runs them at 1, 2, 4 and 8 harts).
+#include "ktest.h"
+#include "hart.h"
+#include "kco.h"
+#include "printf.h"
+#include "riscv.h"
+#include "timer.h"
+
+// ---- a hog: keeps one hart busy without yielding until released ----
+static volatile uint32_t hog_on;        // hart index + 1 the hog runs on; 0: not yet
+static volatile int hog_release;
+
+static void hog(void *arg) {
+  (void)arg;
+  __atomic_store_n(&hog_on, this_hart()->index + 1, __ATOMIC_SEQ_CST);
+  while (!__atomic_load_n(&hog_release, __ATOMIC_SEQ_CST))
+    ;
+  __atomic_store_n(&hog_on, 0, __ATOMIC_SEQ_CST);
+}
+
+// Occupy hart `h` with a priority-0 hog. The hog is queued in h's lane, but
+// an idle hart may steal it first: then try again. Returns 1 once the hog
+// runs on h.
+static int occupy(uint32_t h) {
+  for (int attempt = 0; attempt < 50; attempt++) {
+    hog_release = 0;
+    hog_on = 0;
+    if (kco_spawn_stackful_on(h, hog, 0, 0, 0) < 0)
+      return 0;
+    uint32_t one = 1;
+    ktest_wait_count(&hog_on, one, KTEST_PATIENCE_MS);
+    if (__atomic_load_n(&hog_on, __ATOMIC_SEQ_CST) == h + 1)
+      return 1;
+    __atomic_store_n(&hog_release, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&hog_on, __ATOMIC_SEQ_CST))
+      kco_sleep_ms(1);
+  }
+  return 0;
+}
+
+static void release(void) {
+  __atomic_store_n(&hog_release, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&hog_on, __ATOMIC_SEQ_CST))
+    kco_sleep_ms(1);
+  kco_sleep_ms(5);          // let the hog's coroutine finish and be freed
+}
+
+static uint64_t steals(void) {
+  struct exec_stats es;
+  exec_get_stats(&kexec, &es);
+  return es.steals;
+}
+
+// ---- migration: block on one hart, resume on another ----
+struct mover {
+  cid_t cid;
+  volatile uint32_t runs;
+  volatile uint32_t hart[2];       // where it ran before and after the block
+  volatile uint32_t canary;        // a stack value that must survive the move
+};
+
+static void stackful_mover(void *arg) {
+  struct mover *m = arg;
+  uint32_t local = 0xc0ffee;       // lives on this coroutine's stack
+  m->hart[0] = this_hart()->index;
+  __atomic_store_n(&m->runs, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&m->runs, __ATOMIC_SEQ_CST) < 2)
+    kco_block();                   // (spurious wakes just look again)
+  m->hart[1] = this_hart()->index;  // this_hart() again: never kept across a block
+  m->canary = local;
+  __atomic_store_n(&m->runs, 3, __ATOMIC_SEQ_CST);
+}
+
+static int stackless_mover(void *arg) {
+  struct mover *m = arg;
+  uint32_t r = __atomic_load_n(&m->runs, __ATOMIC_SEQ_CST);
+  if (r == 0) {
+    m->hart[0] = this_hart()->index;
+    __atomic_store_n(&m->runs, 1, __ATOMIC_SEQ_CST);
+    return CO_PENDING;
+  }
+  if (r < 2)
+    return CO_PENDING;
+  m->hart[1] = this_hart()->index;
+  m->canary = 0xc0ffee;
+  __atomic_store_n(&m->runs, 3, __ATOMIC_SEQ_CST);
+  return CO_DONE;
+}
+
+static void migrate(int stackful) {
+  if (nharts_online < 2)
+    return;
+  static struct mover m;
+  m = (struct mover){0};
+  int64_t cid = stackful ? kco_spawn_stackful(stackful_mover, &m, 2, 0)
+                         : kco_spawn(stackless_mover, &m, 2);
+  KREQUIRE(cid > 0);
+  m.cid = (cid_t)cid;
+  KREQUIRE(ktest_wait_count(&m.runs, 1, KTEST_PATIENCE_MS));
+  kco_sleep_ms(2);                 // it has blocked (a stackful one right after runs = 1)
+  uint32_t home = m.hart[0];
+  // Its home hart is busy with a hog that never yields: the wake queues it
+  // there and kicks an idle hart, which steals it.
+  KREQUIRE(occupy(home));
+  uint64_t before = steals();
+  __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
+  kco_wake(m.cid);
+  int ok = ktest_wait_count(&m.runs, 3, KTEST_PATIENCE_MS);
+  release();
+  KREQUIRE(ok);
+  KCHECK(m.hart[1] != home);
+  KCHECK_EQ(m.canary, 0xc0ffee);
+  KCHECK(steals() > before);
+}
+
+KTEST(smp_migrate_stackful) { migrate(1); }
+KTEST(smp_migrate_stackless) { migrate(0); }
+
+// ---- the steal bound ----
+// Hart A runs a priority-6 coroutine that yields in a loop; a priority-1
+// coroutine is queued in the lane of hart B, which a hog keeps busy. A's next
+// dispatch sees the better bit in the union and steals it (or an idle hart
+// does first). So the yielder may start at most one turn -- the one in
+// progress when the better coroutine was queued -- while that coroutine is
+// still READY. The yielder checks it itself at the start of each turn, by the
+// better coroutine's state, so a host that stalls a vCPU thread for a while
+// cannot make the test fail (or pass) by timing. The wait, in timebase
+// ticks, is printed.
+static volatile uint32_t low_running, high_ran, late_turns;
+static volatile int low_stop;
+static volatile cid_t high_cid;
+static volatile uint64_t queued_at, ran_at;
+
+static void low_yielder(void *arg) {
+  (void)arg;
+  __atomic_store_n(&low_running, this_hart()->index + 1, __ATOMIC_SEQ_CST);
+  while (!__atomic_load_n(&low_stop, __ATOMIC_SEQ_CST)) {
+    cid_t h = __atomic_load_n(&high_cid, __ATOMIC_SEQ_CST);
+    struct co *c = h ? exec_lookup(&kexec, h) : 0;
+    if (c && __atomic_load_n(&c->state, __ATOMIC_SEQ_CST) == CO_READY)
+      __atomic_fetch_add(&late_turns, 1, __ATOMIC_SEQ_CST);
+    kco_yield();
+  }
+  __atomic_store_n(&low_running, 0, __ATOMIC_SEQ_CST);
+}
+
+static int high_once(void *arg) {
+  (void)arg;
+  ran_at = rdtime();
+  __atomic_store_n(&high_ran, 1, __ATOMIC_SEQ_CST);
+  return CO_DONE;
+}
+
+KTEST(smp_steal_bound) {
+  if (nharts_online < 2)
+    return;
+  // B: some hart other than this one; the hog holds it.
+  uint32_t b = (this_hart()->index + 1) % nharts_online;
+  KREQUIRE(occupy(b));
+  low_running = high_ran = late_turns = 0;
+  low_stop = 0;
+  high_cid = 0;
+  int64_t y = kco_spawn_stackful(low_yielder, 0, 6, 0);
+  if (y < 0) {
+    release();
+    KREQUIRE(y > 0);
+  }
+  int started = ktest_wait_count(&low_running, 1, KTEST_PATIENCE_MS);
+  kco_sleep_ms(2);                 // the yielder is in its loop
+  queued_at = rdtime();
+  int64_t h = kco_spawn_on(b, high_once, 0, 1);
+  if (h > 0)
+    __atomic_store_n(&high_cid, (cid_t)h, __ATOMIC_SEQ_CST);
+  int ran = h > 0 && ktest_wait_count(&high_ran, 1, KTEST_PATIENCE_MS);
+  __atomic_store_n(&low_stop, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&low_running, __ATOMIC_SEQ_CST))
+    kco_sleep_ms(1);
+  release();
+  KREQUIRE(started);
+  KREQUIRE(ran);
+  KCHECK(late_turns <= 1);
+  kprintf("smp_steal_bound: waited %lu timebase ticks, %u yielder turns while it was ready\n",
+          (unsigned long)(ran_at - queued_at), late_turns);
+}
+
+// ---- no lost wakeup while coroutines move between lanes ----
+// Pairs of stackless coroutines hand a token back and forth by waking each
+// other, spread over every hart's lane. Harts steal them (a wake queues one in
+// its home lane, an idle hart takes it), so wakes race with steals; every
+// pair must finish all its rounds.
+#define PAIRS 8
+#define ROUNDS 400
+struct pp {
+  cid_t peer;
+  volatile uint32_t *token;        // shared by the pair: whose turn, and how far
+  uint32_t side;
+};
+static struct pp pps[PAIRS * 2];
+static volatile uint32_t tokens[PAIRS];
+static volatile uint32_t pairs_done, pp_exited;
+
+static int pp_poll(void *arg) {
+  struct pp *p = arg;
+  uint32_t t = __atomic_load_n(p->token, __ATOMIC_SEQ_CST);
+  if (t >= 2 * ROUNDS) {
+    kco_wake(p->peer);             // let the other side see the end too
+    __atomic_fetch_add(&pp_exited, 1, __ATOMIC_SEQ_CST);
+    return CO_DONE;
+  }
+  if (t % 2 != p->side)
+    return CO_PENDING;             // not our turn: the peer wakes us
+  __atomic_store_n(p->token, t + 1, __ATOMIC_SEQ_CST);
+  if (t + 1 == 2 * ROUNDS)
+    __atomic_fetch_add(&pairs_done, 1, __ATOMIC_SEQ_CST);
+  kco_wake(p->peer);
+  if (t + 1 < 2 * ROUNDS)
+    return CO_PENDING;
+  __atomic_fetch_add(&pp_exited, 1, __ATOMIC_SEQ_CST);
+  return CO_DONE;
+}
+
+KTEST(smp_no_lost_wakeup_under_steals) {
+  pairs_done = pp_exited = 0;
+  uint64_t before = steals();
+  for (int i = 0; i < PAIRS; i++) {
+    tokens[i] = 0;
+    for (int s = 0; s < 2; s++) {
+      pps[2 * i + s].token = &tokens[i];
+      pps[2 * i + s].side = (uint32_t)s;
+    }
+  }
+  // Spawn both sides before either can run: hold the hart (no block) while
+  // spawning, and give each side its peer's cid before anything runs.
+  cid_t cids[PAIRS * 2];
+  uint32_t n = nharts_online;
+  for (int i = 0; i < PAIRS * 2; i++) {
+    int64_t c = kco_spawn_on((uint32_t)i % n, pp_poll, &pps[i], 3);
+    KREQUIRE(c > 0);
+    cids[i] = (cid_t)c;
+  }
+  for (int i = 0; i < PAIRS; i++) {
+    pps[2 * i].peer = cids[2 * i + 1];
+    pps[2 * i + 1].peer = cids[2 * i];
+  }
+  // A side that ran before its peer's cid was set returned PENDING having
+  // woken cid 0 (stale): start every pair again now that both are known.
+  for (int i = 0; i < PAIRS * 2; i++)
+    kco_wake(cids[i]);
+  KCHECK(ktest_wait_count(&pairs_done, PAIRS, KTEST_PATIENCE_MS));
+  KCHECK(ktest_wait_count(&pp_exited, 2 * PAIRS, KTEST_PATIENCE_MS));
+  kco_sleep_ms(5);                 // the last ones return from poll and are freed
+  if (n > 1)
+    kprintf("smp_no_lost_wakeup_under_steals: %lu steals\n", (unsigned long)(steals() - before));
+}
