@@ -3,11 +3,12 @@
 // (alloc_cpu; run with 2 harts or more). Eight stackful coroutines each make
 // 2,000 requests on one mutex, every fourth in the lock form with the holder
 // sometimes yielding inside (so requests queue behind it and are combined
-// even when only one thread runs); two stackless ones make theirs in two steps. Checks: no two sections
-// overlap, a counter updated without atomics inside them ends at the number
-// of requests, every request ran exactly once, each coroutine's requests ran
-// in its order and each thread's in the order that thread queued them, and
-// coroutines ran on both threads. Waits for events only (a 30 s safety net).
+// even when only one thread runs); two stackless ones make theirs in two
+// steps. Checks: no two sections overlap, a counter updated without atomics
+// inside them ends at the number of requests, every request ran exactly
+// once, each coroutine's requests ran in its order and each thread's in the
+// order that thread queued them, and coroutines ran on both threads. Waits
+// for events only (a 30 s safety net).
 #include "cops.h"
 #include "ulib.h"
 #include "utest.h"

@@ -72,7 +72,7 @@ static int enqueue(struct ces_mutex *m, struct ces_node *n) {
 
 // The holder's side of a hand-over: publish `to` (DONE or OWNER) in n and
 // wake n's coroutine if it has gone to sleep. One atomic exchange against
-// the waiter's compare-and-swap to SLEEPING (see wait_step), so exactly one
+// the waiter's compare-and-swap to SLEEPING (in ces_poll), so exactly one
 // of them sees the other: no lost and no needless wake. n may be gone as
 // soon as the exchange is done, so its cid is read first.
 static void hand_over(struct ces_mutex *m, struct ces_node *n, uint32_t to) {
@@ -146,8 +146,8 @@ static int submit(struct ces_mutex *m, struct ces_node *n, void (*fn)(void *), v
 int ces_poll(struct ces_mutex *m, struct ces_node *n) {
   // Announce that we are going to sleep, unless a hand-over came first.
   uint32_t s = CES_WAITING;
-  if (__atomic_compare_exchange_n(&n->state, &s, CES_SLEEPING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
-      s == CES_SLEEPING)
+  if (__atomic_compare_exchange_n(&n->state, &s, CES_SLEEPING, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE) || s == CES_SLEEPING)
     return 0;                             // block; the hand-over wakes us
   if (s == CES_OWNER && n->fn) {          // handed the lock at a combiner's batch
     n->fn(n->arg);                        // limit: run our own section and

@@ -1,5 +1,5 @@
-// CES (combine-and-exchange) mutex for stackful coroutines: one source for the
-// kernel, the vDSO (user coroutines) and the host tests, like the executor.
+// CES (combine-and-exchange) mutex for coroutines: one source for the kernel,
+// the vDSO (user coroutines) and the host tests, like the executor.
 //
 // When the lock is free, ces_run(m, fn, arg) runs fn(arg) inline. When it is
 // held, the caller publishes a request (a node on its own stack) and blocks;
@@ -22,8 +22,9 @@
 // Environment: the mutex reaches the scheduler only through struct ces_env,
 // given at ces_init (kernel: kernel/kces.c; user: user/cops_ces.c; host
 // tests: tests/host/test_ces.c). ces_run and ces_lock block, so their callers
-// must be stackful coroutines; stackless ones use ces_submit/ces_poll. A section fn must not block and must not depend on which coroutine
-// or hart runs it: under contention another coroutine runs it for the caller.
+// must be stackful coroutines; stackless ones use ces_submit/ces_poll. A
+// section fn must not block and must not depend on which coroutine or hart
+// runs it: under contention another coroutine runs it for the caller.
 #ifndef CES_H
 #define CES_H
 #include <stdint.h>

@@ -92,7 +92,8 @@ static volatile uint32_t s_done;
 static uint8_t s_ran[S_COS + S_SL][S_OPS];
 static uint64_t s_ticket[BOARD_MAX_HARTS];   // per hart: requests queued from it
 
-_Static_assert(S_COS + S_SL <= CES_CHECK_COS && BOARD_MAX_HARTS <= CES_CHECK_QUEUES, "ces_check.h sizes");
+_Static_assert(S_COS + S_SL <= CES_CHECK_COS && BOARD_MAX_HARTS <= CES_CHECK_QUEUES,
+               "ces_check.h sizes");
 
 static void s_section(void *arg) {
   struct ces_check_req *r = arg;
@@ -142,10 +143,10 @@ static int s_stackless_poll(void *arg) {
 // 32 stackful coroutines x 400 requests, a quarter in the lock form (whose
 // holders sometimes yield, so requests queue and are combined even on one
 // hart), and 8 stackless ones; a batch of 4 so the combiner role moves often,
-// and waiters that poll their node 16 times before they sleep: no two sections overlap, the counter equals
-// the number of requests, each request ran exactly once, each coroutine's
-// requests ran in its order, and each hart's requests in the order that hart
-// queued them (FIFO).
+// and waiters that poll their node 16 times before they sleep. Checks: no two
+// sections overlap, the counter equals the number of requests, each request
+// ran exactly once, each coroutine's requests ran in its order, and each
+// hart's requests in the order that hart queued them (FIFO).
 KTEST(ces_stress_exclusion_fifo_exactly_once) {
   kces_init(&s_m);
   s_m.batch = S_BATCH;
