@@ -5,6 +5,8 @@
 #   make bench        the matrix-echo server in its four models, measured by the host client
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
 #                     (about 15 minutes; QUICK=1: about 5, fewer points)
+#   make bench-smp    spinlock / FIFO hand-off / CES mutex at 1, 2, 4 harts (no
+#                     -icount) -> docs/results/smp.md
 #   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0); with our
 #                     QEMU built (make qemu-n, or NATIVE=1) also on native N
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
@@ -41,7 +43,7 @@ all: $(KERNEL)
 
 # The kernel: its own sources, the shared executor from vdso/, and the in-kernel
 # tests and benchmarks (selected at boot by the command line).
-KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/switch.S \
+KSRC := $(wildcard kernel/*.c kernel/*.S) vdso/executor.c vdso/stackful.c vdso/switch.S vdso/ces.c \
         $(wildcard tests/kernel/*.c)
 KOBJ := $(patsubst %,$(BUILD)/%.o,$(KSRC))
 
@@ -85,7 +87,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-micro eval clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-micro bench-smp eval clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -118,7 +120,7 @@ $(BUILD)/kernel/initrd.S.o: KCFLAGS += -DINITRD_PATH=\"$(INITRD)\"
 
 # The vDSO image: the shared executor built for user space (user/exec_arch.h),
 # linked at USER_VDSO, flattened, and embedded by kernel/vdso_image.S.
-VDSO_SRC := vdso/vdso_table.c vdso/executor.c vdso/stackful.c vdso/switch.S
+VDSO_SRC := vdso/vdso_table.c vdso/executor.c vdso/stackful.c vdso/switch.S vdso/ces.c
 VDSO_OBJ := $(patsubst %,$(BUILD)/vdso-image/%.o,$(VDSO_SRC))
 VCFLAGS := $(filter-out -Ikernel -Ivdso -Itests/kernel,$(KCFLAGS)) -Iuser -Ivdso -Ikernel
 $(BUILD)/vdso-image/%.c.o: %.c | deps
@@ -154,6 +156,9 @@ test-host: deps
 
 bench-micro: $(KERNEL) $(QEMU_DEP)
 	@bash scripts/bench-micro.sh
+
+bench-smp: $(KERNEL)
+	@bash scripts/bench-smp.sh
 
 bench: $(KERNEL) client
 	@bash scripts/bench-net.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coral's whole test suite, as run by `make test` (and by CI through .ci/run):
-#   1. host unit tests (native gcc, ASan + UBSan): executor, allocators, DTB parser,
+#   1. host unit tests (native gcc, ASan + UBSan): executor, CES mutex, allocators, DTB parser,
 #      ELF and initrd readers, matrix protocol, the N-extension model; the host
 #      client against a host server; make eval's report generator and the
 #      trace converter on fixtures;
@@ -41,6 +41,7 @@ HOSTCC=${HOSTCC:-gcc}
 HOSTFLAGS="-std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -Itests/host -Ikernel -Ivdso"
 declare -A HOST_SRCS=(
   [test_executor]="vdso/executor.c tests/host/test_executor.c"
+  [test_ces]="vdso/ces.c tests/host/test_ces.c"
   [test_alloc]="kernel/palloc.c kernel/kmalloc.c tests/host/spinlock_host.c tests/host/test_alloc.c"
   [test_fdt]="kernel/fdt.c kernel/board.c tests/host/test_fdt.c"
   [test_elf]="kernel/elf.c tests/host/test_elf.c"
@@ -48,7 +49,7 @@ declare -A HOST_SRCS=(
   [test_matrix_proto]="user/matrix_proto.c tests/host/test_matrix_proto.c"
   [test_nmodel]="kernel/nmodel.c tests/host/test_nmodel.c"
 )
-for t in test_executor test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel; do
+for t in test_executor test_ces test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel; do
   bin=$BUILD/host/$t
   if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
     fail "host/$t" "does not build (see $LOGS/$t.build.log)"
@@ -147,8 +148,8 @@ part_done kernel
 #      usertests (every system call with bad input, faults, kills, leaks),
 #      coptest (the COPS API on the vDSO executor), asynctest (async calls,
 #      completion ring, user interrupts), threadtest, socktest, priotest,
-#      cputest and the paper's two examples. Each prints "<prog>: PASS|FAIL
-#      name". user_suite runs them all on the QEMU in $QEMU with -cpu $QEMU_CPU;
+#      cputest, cestest (CES mutexes) and the paper's two examples. Each
+#      prints "<prog>: PASS|FAIL name". user_suite runs them all on the QEMU in $QEMU with -cpu $QEMU_CPU;
 #      it runs once on stock QEMU (emulated user interrupts) and once on ours
 #      with the N extension (native), check names prefixed by PREFIX ----
 # user_prog PREFIX NAME SMP ARGS: boot with user=ARGS; tally the program's lines.
@@ -182,6 +183,10 @@ user_suite() {   # user_suite PREFIX
   # alloc_cpu: one process's executor on two threads (needs 2 harts or more)
   for smp in 2 4; do
     user_prog "$prefix" "cputest-smp$smp" $smp cputest
+  done
+  # the CES mutex from coroutines on two threads (alloc_cpu)
+  for smp in 2 4; do
+    user_prog "$prefix" "cestest-smp$smp" $smp cestest
   done
   # the paper's two example programs run to completion
   local demo want log

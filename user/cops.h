@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "executor.h"
+#include "ces.h"
 
 #define COPS_NPRIO NPRIO_DEFAULT
 #define COPS_MAIN_PRIO 4                // main() starts at this priority
@@ -43,6 +44,25 @@ int cops_thread_index(void);            // 0 for the main thread, 1.. for alloc_
 // Tests only: while held, completions are left in the ring (as if the process
 // were busy in the runtime), so it can be made to overflow.
 void cops_hold_completions(int hold);
+
+// CES mutexes (user/cops_ces.c over vdso/ces.h), for stackful coroutines on
+// any of the process's threads. Contended sections run back to back on the
+// thread that holds the mutex, and each waiter's continuation goes back to
+// the executor, where any thread may take it.
+//   cops_ces_run(m, fn, arg): run fn(arg) under m (fn must not block)
+//   cops_mutex_lock/unlock(m, &node): the caller runs its section itself;
+//     the node (any storage) must live until the unlock returns
+//   cops_ces_submit/poll(m, &node, ...): cops_ces_run in two steps, for
+//     stackless coroutines: 0 from either means "queued: return CO_PENDING
+//     and poll again when woken"; 1 means fn has run (vdso/ces.h)
+typedef struct ces_mutex cops_mutex_t;
+typedef struct ces_node cops_mutex_node_t;
+int cops_mutex_init(cops_mutex_t *m);   // 0, or -ENOSYS (the vDSO has no CES)
+void cops_ces_run(cops_mutex_t *m, void (*fn)(void *), void *arg);
+void cops_mutex_lock(cops_mutex_t *m, cops_mutex_node_t *n);
+void cops_mutex_unlock(cops_mutex_t *m, cops_mutex_node_t *n);
+int cops_ces_submit(cops_mutex_t *m, cops_mutex_node_t *n, void (*fn)(void *), void *arg);
+int cops_ces_poll(cops_mutex_t *m, cops_mutex_node_t *n);
 
 // Called by crt0: set up the executor, run main as the first coroutine, return
 // main's status when it finishes.

@@ -9,7 +9,7 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace cestest
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 # Programs built from more than user/NAME.c: their extra objects. matrixd is the
@@ -29,12 +29,12 @@ UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
 # The runtime every program links: the entry (crt0.S), the system calls
 # (usys.S), the user library (ulib.c: strings, processes, console input;
 # printf.c: formatted output; umalloc.c: the heap; uthread.c: threads), and the
-# COPS runtime (cops.c, cops_switch.S, uintr_entry.S). Also the headers every
-# object depends on.
-ULIBC := ulib printf umalloc uthread cops
+# COPS runtime (cops.c, cops_ces.c: CES mutexes, cops_switch.S,
+# uintr_entry.S). Also the headers every object depends on.
+ULIBC := ulib printf umalloc uthread cops cops_ces
 ULIB := $(BUILD)/user/crt0.o $(BUILD)/user/usys.o $(BUILD)/user/cops_switch.o $(BUILD)/user/uintr_entry.o \
         $(ULIBC:%=$(BUILD)/user/%.o)
-UHDRS := user/ulib.h user/cops.h user/exec_arch.h kernel/abi.h vdso/executor.h vdso/stackful.h vdso/vdso.h
+UHDRS := user/ulib.h user/cops.h user/exec_arch.h kernel/abi.h vdso/executor.h vdso/stackful.h vdso/vdso.h vdso/ces.h tests/ces_check.h
 UOBJS := $(UPROGS:%=$(BUILD)/user/%.o) $(ULIBC:%=$(BUILD)/user/%.o) $(MATRIXD_OBJS)
 
 # Static pattern rules: they apply only to these targets, so they can never

@@ -1,7 +1,8 @@
 // The vDSO: the shared scheduler image that every process has mapped read+exec
-// at USER_VDSO (kernel/abi.h). It is built once from the same executor and
-// stackful sources the kernel links (vdso/executor.c, stackful.c, switch.S),
-// linked at its fixed user address, and starts with this versioned table of
+// at USER_VDSO (kernel/abi.h). It is built once from the same executor,
+// stackful and CES mutex sources the kernel links (vdso/executor.c,
+// stackful.c, switch.S, ces.c), linked at its fixed user address, and
+// starts with this versioned table of
 // entry points. The user runtime (user/cops.c) calls the scheduler only through
 // the table, so a newer kernel can ship a newer image behind the same table.
 #ifndef VDSO_H
@@ -9,9 +10,10 @@
 #include <stdint.h>
 #include "executor.h"
 #include "stackful.h"
+#include "ces.h"
 
 #define VDSO_MAGIC 0x4f53445643524f43ULL   // "CORCVDSO"
-#define VDSO_VERSION 2                 // 2: executor lanes (exec_*_on, exec_init_lanes)
+#define VDSO_VERSION 2                 // 2: executor lanes (exec_*_on, exec_init_lanes), CES
 
 struct vdso_table {
   uint64_t magic;
@@ -34,6 +36,14 @@ struct vdso_table {
   int64_t (*exec_spawn_on)(struct executor *, uint32_t, co_poll_fn, void *, uint32_t, enum co_kind);
   struct co *(*exec_next_on)(struct executor *, uint32_t, struct co *, int);
   int (*exec_set_lanes)(struct executor *, uint32_t);
+  // CES mutexes (vdso/ces.h), after the lanes: a caller checks that `size`
+  // covers them
+  void (*ces_init)(struct ces_mutex *, const struct ces_env *, uint32_t);
+  void (*ces_run)(struct ces_mutex *, void (*)(void *), void *);
+  void (*ces_lock)(struct ces_mutex *, struct ces_node *);
+  void (*ces_unlock)(struct ces_mutex *, struct ces_node *);
+  int (*ces_submit)(struct ces_mutex *, struct ces_node *, void (*)(void *), void *);
+  int (*ces_poll)(struct ces_mutex *, struct ces_node *);
 };
 
 #endif

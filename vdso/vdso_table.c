@@ -21,4 +21,10 @@ const struct vdso_table vdso_table = {
   .exec_spawn_on = exec_spawn_on,
   .exec_next_on = exec_next_on,
   .exec_set_lanes = exec_set_lanes,
+  .ces_init = ces_init,
+  .ces_run = ces_run,
+  .ces_lock = ces_lock,
+  .ces_unlock = ces_unlock,
+  .ces_submit = ces_submit,
+  .ces_poll = ces_poll,
 };
