@@ -18,6 +18,8 @@ MODELS=${MODELS:-kcuc kcut ktut ktuc}
 SIZES=${SIZES:-15 32}
 DURATION_S=${DURATION_S:-5}
 MCLIENT=$BUILD/host/mclient
+# Named threads ("CPU 0/TCG", ...), so that qemu_ticks can tell them apart.
+export QEMU_EXTRA="${QEMU_EXTRA:-} -name coral,debug-threads=on"
 DIR=$BUILD/bench-smp-net
 mkdir -p "$DIR" "$(dirname "$OUT")"
 

@@ -7,8 +7,8 @@
 #      point boots BOOTS times and each boot runs every lock 3 times,
 #      interleaved; the table gives the median in operations per second and
 #      the ratio to the spinlock of the same hart count.
-#   2. matrixd at -smp 1 and 2: a marked place for the rows the scheduler work
-#      adds (matrixd_rows below).
+#   2. matrixd at -smp 1 and 2, in all four models (scripts/bench-smp-net.sh,
+#      which writes docs/results/smp-matrixd.md; its table is copied here).
 # Prints the BENCH lines as it goes. `scripts/bench-smp.sh --report` only
 # rewrites smp.md from the last run's build/bench-smp.log.
 set -euo pipefail
@@ -40,11 +40,21 @@ for smp in 1 2 4; do
 done
 
 # ---- matrixd at -smp 1 and 2 (KCUC, KCUT, KTUT, KTUC) --------------------
-# MATRIXD ROWS: to be added with the per-hart scheduler (issue 13, part 1 and
-# the matrixd half of part 3). Print markdown table rows here, one per model:
-#   | model | req/s smp1 | req/s smp2 | smp2/smp1 | p99 smp1 | p99 smp2 |
+# scripts/bench-smp-net.sh measures it and writes docs/results/smp-matrixd.md;
+# its table is copied into smp.md below. (NET=0 skips the measurement and
+# reuses the last smp-matrixd.md; so does --report.)
+NET_OUT=docs/results/smp-matrixd.md
+if [ $report_only = 0 ] && [ "${NET:-1}" = 1 ]; then
+  OUT=$NET_OUT bash scripts/bench-smp-net.sh | tee -a "$log"
+fi
 matrixd_rows() {
-  echo "| (not measured yet) | | | | | |"
+  if [ -f "$NET_OUT" ]; then
+    sed -n '/^| model /,/^$/p' "$NET_OUT"
+    echo "From [smp-matrixd.md](smp-matrixd.md), which says how it was measured and"
+    echo "what the last two columns (host CPU of QEMU's threads) mean."
+  else
+    echo "(not measured: run scripts/bench-smp-net.sh)"
+  fi
 }
 
 host_cpus=$(nproc)
@@ -154,10 +164,6 @@ L.append("Raw BENCH lines: build/bench-smp.log.")
 L.append("")
 L.append("## matrixd at -smp 1 and 2")
 L.append("")
-L.append("<!-- MATRIXD ROWS: filled by matrixd_rows() in scripts/bench-smp.sh -->")
-L.append("")
-L.append("| model | req/s smp1 | req/s smp2 | smp2/smp1 | p99 smp1 | p99 smp2 |")
-L.append("|---|---:|---:|---:|---:|---:|")
 L.append(mrows)
 L.append("")
 open(out, "w").write("\n".join(L) + "\n")

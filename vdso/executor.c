@@ -522,16 +522,32 @@ static __attribute__((noinline)) struct co *next_multi(struct executor *ex, uint
   LOCKED(&l->lock);
   uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
   if (prev) {
-    // Fast path: a coroutine that yields while nothing of its priority or
-    // better waits in its lane, and nothing better anywhere, would be queued
-    // and taken straight back; keep it running instead.
     uint64_t upto = (2ULL << prev->prio) - 1;
-    if (prev_result == CO_YIELD && !(l->bitmap & upto) && !(all & (upto >> 1))) {
-      prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
+    if (prev_result == CO_YIELD && !(l->bitmap & upto)) {
+      // Fast path: a coroutine that yields while nothing of its priority or
+      // better is ready anywhere would be queued and taken straight back;
+      // keep it running instead.
+      if (!(all & upto)) {
+        prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
+        UNLOCK(&l->lock);
+        return prev;
+      }
+      // A yield gives way to equal priority too (round robin among equals),
+      // and what is ready is in another lane: take it from there. (A
+      // switching coroutine yields only at its process's traps; the lane's
+      // own hart may be in user code for up to a tick.) One lane lock at a
+      // time: prev stays RUNNING here meanwhile, so a wake only marks it.
       UNLOCK(&l->lock);
-      return prev;
+      struct co *c = steal(ex, lane, prev->prio + 1u);
+      irq_ = exec_lock_acquire(&l->lock);
+      settle(ex, l, prev, CO_YIELD);
+      if (c) {
+        UNLOCK(&l->lock);
+        return c;
+      }
+    } else {
+      settle(ex, l, prev, prev_result);
     }
-    settle(ex, l, prev, prev_result);
     all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
   }
   uint64_t mine = l->bitmap;

@@ -396,18 +396,20 @@ static void test_lanes_yield_and_union(void) {
   exec_spawn_on(&ex, 0, rec_poll, &a, 5, CO_STACKLESS);
   struct co *x = exec_next_on(&ex, 0, 0, 0);
   CHECK(x && x->arg == &a);
-  // An equal priority in another lane does not take the hart from a yielder
-  // (that lane's own loop runs it); a better one anywhere does.
+  // A yield gives way to an equal priority, also in another lane: the
+  // yielder's lane takes it (round robin among equals), and the yielder waits
+  // in its own lane.
   exec_spawn_on(&ex, 2, rec_poll, &b, 5, CO_STACKLESS);
-  CHECK(exec_next_on(&ex, 0, x, CO_YIELD) == x);
-  CHECK_EQ(exec_best_prio(&ex), 5);
-  struct co *y = exec_next_on(&ex, 2, 0, 0);
-  CHECK(y && y->arg == &b);
+  struct co *y = exec_next_on(&ex, 0, x, CO_YIELD);
+  CHECK(y && y->arg == &b && y->lane == 0);
+  CHECK_EQ(exec_best_prio(&ex), 5);           // x, queued in lane 0
+  CHECK(exec_next_on(&ex, 2, 0, 0) == x);     // lane 2 has nothing: it takes x
+  CHECK_EQ(x->lane, 2);
   CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);   // both running: the union is empty
   CHECK_EQ(exec_reprio(&ex, co_cid(y), 3), 0);
-  CHECK(exec_next_on(&ex, 2, y, CO_YIELD) == y);
+  CHECK(exec_next_on(&ex, 0, y, CO_YIELD) == y);
   CHECK_EQ(exec_reprio(&ex, co_cid(x), 7), 0);
-  struct co *z = exec_next_on(&ex, 0, x, CO_YIELD);   // x queued at 7, the only one ready
+  struct co *z = exec_next_on(&ex, 2, x, CO_YIELD);   // x queued at 7, the only one ready
   CHECK(z == x);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   CHECK_EQ(exec_set_lanes(&ex, EXEC_MAX_LANES + 1), EXEC_EINVAL);
@@ -415,8 +417,8 @@ static void test_lanes_yield_and_union(void) {
   CHECK_EQ(ex.nlanes, 5);
   CHECK_EQ(exec_set_lanes(&ex, 2), 0);        // never shrinks
   CHECK_EQ(ex.nlanes, 5);
-  exec_next_on(&ex, 0, z, CO_DONE);
-  exec_next_on(&ex, 2, y, CO_DONE);
+  exec_next_on(&ex, 2, z, CO_DONE);
+  exec_next_on(&ex, 0, y, CO_DONE);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   exec_destroy(&ex);
 }
