@@ -30,6 +30,7 @@
 #include "waitq.h"
 #include "hart.h"
 #include "riscv.h"
+#include "trace.h"
 
 struct worker {
   struct async_worker link;  // async, own coroutine: on p->async_workers while it runs
@@ -125,6 +126,7 @@ static void unregister(struct worker *w) {
 static void finish(struct worker *w, long r) {
   struct proc *p = w->p;
   struct thread *t = w->t;
+  TRACE_THREAD(TR_COMPLETE, t, w->cid, r);
   unregister(w);
   sysargs_release(&w->sa);
   if (w->cid) {
@@ -406,5 +408,6 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
     t->worker = (cid_t)kcid;
   sa->sock = 0;                  // w holds the call's references now
   sa->file = 0;
+  TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
   return 0;
 }
