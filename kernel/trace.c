@@ -23,7 +23,7 @@ struct trace_ring {
   int writing;                  // inside trace_record (trace_stop waits on it)
 } __attribute__((aligned(64)));
 
-volatile int trace_enabled;
+int trace_enabled;
 static struct trace_ring rings[BOARD_MAX_HARTS];
 static uint32_t ring_size;      // records per hart of the current allocation
 static int dump_at_poweroff;
@@ -96,9 +96,12 @@ static void wait_writers(void) {
       ;
 }
 
+static void set_flag(int on) { __atomic_store_n(&trace_enabled, on, __ATOMIC_SEQ_CST); }
+
 void trace_stop(void) {
-  if (__atomic_exchange_n(&trace_enabled, 0, __ATOMIC_SEQ_CST))
+  if (__atomic_load_n(&trace_enabled, __ATOMIC_SEQ_CST))
     stopped_at = rdtime();
+  set_flag(0);
   wait_writers();
 }
 
@@ -138,8 +141,7 @@ int trace_start(uint32_t records) {
   }
   started_at = rdtime();
   stopped_at = 0;
-  // (release: the rings are set up before any hart can see the flag)
-  __atomic_store_n(&trace_enabled, 1, __ATOMIC_SEQ_CST);
+  set_flag(1);                  // (seq_cst: the rings are set up before any hart sees it)
   return 0;
 }
 

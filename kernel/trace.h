@@ -8,9 +8,13 @@
 // cannot land in the middle of it. When the ring is full the oldest records
 // are overwritten and counted as lost (the dump says how many).
 //
-// Off by default. Every hook is a TRACE_* macro: one load of trace_enabled and
-// a branch that is never taken while tracing is off; the arguments are only
-// evaluated, and the out-of-line recorder only called, when it is on.
+// Off by default. Every hook is a TRACE_* macro: the address of a global flag,
+// its load, and a branch that is never taken while tracing is off (3
+// instructions: auipc, lw, bnez); the arguments are only evaluated, and the
+// out-of-line recorder only called, when it is on. (A copy of the flag in
+// struct hart, tp-relative, would save the auipc, but it grows struct hart
+// past 128 bytes, and indexing harts[] then costs a multiply's worth of
+// instructions wherever it is done: measured, it lost.)
 //
 // Timestamps come from the time CSR (rdtime), not rdcycle or rdinstret: time
 // is the one counter the ISA makes common to all harts (the platform's mtime),
@@ -59,7 +63,7 @@ struct trace_rec {
 };
 _Static_assert(sizeof(struct trace_rec) == 32, "trace records are 32 bytes");
 
-extern volatile int trace_enabled;
+extern int trace_enabled;
 
 static inline int trace_on(void) {
   return __builtin_expect(__atomic_load_n(&trace_enabled, __ATOMIC_RELAXED), 0);

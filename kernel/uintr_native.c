@@ -21,7 +21,6 @@
 #include "hart.h"
 #include "riscv.h"
 #include "uintc.h"
-#include "trace.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)       // expands num first: the asm sees the number
@@ -50,10 +49,8 @@ void uintr_native_enter(struct thread *t) {
   csr_set(sstatus, n->ustatus & USTATUS_BITS);
   // Take the posted bit: from here on a post from another hart sets it again
   // (and interrupts this hart), so nothing falls between the two.
-  if (__atomic_exchange_n(&n->uip, 0, __ATOMIC_SEQ_CST) & NM_USIP) {
+  if (__atomic_exchange_n(&n->uip, 0, __ATOMIC_SEQ_CST) & NM_USIP)
     UCSR_SET(NM_CSR_UIP, NM_USIP);
-    TRACE_THREAD(TR_UINTR, t, 0, -1);   // (-1: handed to the hart, which takes it when U allows)
-  }
   // Its controller entry now names this hart: pending bits raise USIP here.
   if (t->ui.uintc_entry1)
     uintc_activate(t->ui.uintc_entry1 - 1, this_hart()->hartid);
