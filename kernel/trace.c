@@ -60,6 +60,12 @@ static void record(int type, uint64_t cid, uint32_t prio, int who, uint32_t tid,
 }
 
 void trace_co(int type, const struct co *c, long arg) {
+  // A dispatch names the code it runs: the poll function, or a stackful
+  // coroutine's entry function (the host turns the address into a name with
+  // the kernel's symbols; kernel text lies below 4 GiB, so 32 bits hold it).
+  if (type == TR_RUN)
+    arg = (long)(c->kind == CO_STACKFUL ? (uintptr_t)((const struct stackful *)c->arg)->fn
+                                        : (uintptr_t)c->poll);
   record(type, co_cid_inline(c), c->prio, 0, 0, arg);
 }
 
@@ -77,6 +83,8 @@ void trace_thread(int type, struct thread *t, uint64_t cid, long arg) {
   // Entering user mode, the interesting priority is the switcher's: the rank
   // of the process it runs (prio.c).
   uint32_t prio = type == TR_UENTER ? (cur ? cur->prio : 255) : user_prio(t->proc);
+  if ((type == TR_UENTER || type == TR_UEXIT) && cur)
+    cid = co_cid_inline(cur);   // the switching coroutine
   if (type == TR_UEXIT)          // scause: its code, and whether it is an interrupt
     arg = (arg & 0xff) | (arg < 0 ? 256 : 0);
   record(type, cid, prio, t->proc->pid, (uint32_t)t->tid, arg);

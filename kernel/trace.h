@@ -33,9 +33,10 @@ struct thread;
 
 // Record types. who is 0 for the kernel, else a pid; tid the thread in it.
 enum trace_type {
-  TR_RUN = 1,      // a kernel coroutine is dispatched (cid, prio)
+  TR_RUN = 1,      // a kernel coroutine is dispatched (cid, prio): arg = its
+                   // function's address (poll, or a stackful one's entry)
   TR_END,          // ... and gives the hart back: arg = its poll's result (CO_*)
-  TR_UENTER,       // a switching coroutine enters user mode with thread who:tid
+  TR_UENTER,       // a switching coroutine (cid) enters user mode with thread who:tid
   TR_UEXIT,        // ... and the thread traps back: arg = scause code, +256 if an interrupt
   TR_SYSCALL,      // a system call arrives: arg = a7 (number | SYS_ASYNC), cid = caller if async
   TR_SUBMIT,       // a call that must wait is handed to a kernel coroutine: arg = number
