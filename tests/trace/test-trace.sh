@@ -96,31 +96,24 @@ if d["1"]["lost"] != 44 or d["1"]["missing"] or d["0"]["lost"]:
 fi
 result dump-overflow-reported "$why"
 
+# broken NAME STATUS TEXT [--check]: converting $OUT/NAME.log must end with
+# STATUS and say TEXT (a broken dump is never taken as a good one).
+broken() {
+  local name=$1 want=$2 text=$3
+  shift 3
+  python3 "$CONV" "$OUT/$name.log" -o "$OUT/$name.json" "$@" 2> "$OUT/$name.err"
+  local rc=$?
+  [ $rc -eq "$want" ] && grep -q "$text" "$OUT/$name.err" || echo "exit status $rc: $(cat "$OUT/$name.err")"
+}
 # a line the console dropped: its 3 records are missing, and --check fails
 awk '/^TD 1 / && !done { done = 1; next } { print }' "$DUMP" > "$OUT/dropped.log"
-python3 "$CONV" "$OUT/dropped.log" -o "$OUT/dropped.json" --check 2> "$OUT/dropped.err"
-rc=$?
-why=
-[ $rc -eq 1 ] && grep -q "hart 1: 3 records missing from the dump" "$OUT/dropped.err" ||
-  why="exit status $rc: $(cat "$OUT/dropped.err")"
-result dump-dropped-line-fails-check "$why"
-
+result dump-dropped-line-fails-check "$(broken dropped 1 "hart 1: 3 records missing from the dump" --check)"
 # a damaged line (cut short) is unreadable, and --check fails
 awk '/^TD 1 / && !done { done = 1; print substr($0, 1, 40); next } { print }' "$DUMP" > "$OUT/damaged.log"
-python3 "$CONV" "$OUT/damaged.log" -o "$OUT/damaged.json" --check 2> "$OUT/damaged.err"
-rc=$?
-why=
-[ $rc -eq 1 ] && grep -q "1 dump lines unreadable" "$OUT/damaged.err" ||
-  why="exit status $rc: $(cat "$OUT/damaged.err")"
-result dump-damaged-line-fails-check "$why"
-
+result dump-damaged-line-fails-check "$(broken damaged 1 "1 dump lines unreadable" --check)"
 # a dump without its end is refused
 grep -v "^TRACE-END" "$DUMP" > "$OUT/cut.log"
-python3 "$CONV" "$OUT/cut.log" -o "$OUT/cut.json" 2> "$OUT/cut.err"
-rc=$?
-why=
-[ $rc -eq 2 ] && grep -q "cut off" "$OUT/cut.err" || why="exit status $rc: $(cat "$OUT/cut.err")"
-result dump-cut-off-refused "$why"
+result dump-cut-off-refused "$(broken cut 2 "cut off")"
 
 # ---- the timeline ----
 if command -v gnuplot > /dev/null; then
