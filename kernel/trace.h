@@ -67,7 +67,13 @@ _Static_assert(sizeof(struct trace_rec) == 32, "trace records are 32 bytes");
 extern int trace_enabled;
 
 static inline int trace_on(void) {
-  return __builtin_expect(__atomic_load_n(&trace_enabled, __ATOMIC_RELAXED), 0);
+  // The load written out: left to itself, GCC sometimes spends a third
+  // instruction on the address (auipc, add, lw) where two do (sched_loop).
+  // (A long: lw sign-extends, and an int result would cost a sext.w.)
+  long on;
+  __asm__ volatile("1: auipc %0, %%pcrel_hi(trace_enabled)\n"
+                   "   lw %0, %%pcrel_lo(1b)(%0)" : "=r"(on));
+  return __builtin_expect(on != 0, 0);
 }
 
 // The recorders, out of line (kernel/trace.c); call them through the macros.
