@@ -267,7 +267,7 @@ def png(doc, path, workdir, window=None):
                                                  prio))
     # Names on the slices wide enough to carry one (a twelfth of the picture).
     t_lo, t_hi = min(r[2] for r in rows), max(r[3] for r in rows)
-    labels = ["set label '%s' at %g,%g center front font ',8'"
+    labels = ["set label '%s' at %g,%g center front noenhanced font ',8'"
               % (name, (t0 + t1) / 2, h + 0.25 - 0.12 * depth, )
               for depth, h, t0, t1, _, name in rows if t1 - t0 > (t_hi - t_lo) / 12]
     plots = ["'%s.dat' u 1:2:3:4:5:6:7 w boxxyerror lc palette notitle" % base]
@@ -286,6 +286,7 @@ def png(doc, path, workdir, window=None):
             "set title 'Coral scheduler timeline%s: colour = priority (0 best), gray = user "
             "mode, nested slices thinner'" % span,
             "set xlabel 'time since the trace started (us)'",
+            "set xrange [%g:%g]" % ((lo, hi) if window else (t_lo, t_hi)),
             "set ytics (%s)" % ", ".join("'hart %d' %d" % (h, h) for h in harts),
             "set yrange [%g:%g]" % (harts[0] - 0.7, harts[-1] + 0.7),
             "set cbrange [-1:8]", "set cblabel 'priority'",
