@@ -391,6 +391,8 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   int stackless_ok = sa->wq || sa->deadline;
   if (cid)
     proc_async_start(p);
+  // (before the spawn: from then on t may finish its call, and even exit, on another hart)
+  TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
   int64_t kcid = 0;
   if (!stackless_ok || mode == KMODE_THREAD || (mode == KMODE_POLLER && !cid))
     kcid = kco_spawn_stackful(stackful_main, w, prio, 0);
@@ -408,6 +410,5 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
     t->worker = (cid_t)kcid;
   sa->sock = 0;                  // w holds the call's references now
   sa->file = 0;
-  TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
   return 0;
 }
