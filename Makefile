@@ -10,6 +10,8 @@
 #   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0); with our
 #                     QEMU built (make qemu-n, or NATIVE=1) also on native N
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
+#   make trace        a scheduler timeline of matrixd under the client -> build/trace/trace.json,
+#                     docs/results/trace.png (scripts/trace.sh; docs/results/trace.md)
 #   make client       the host latency client (build/host/mclient)
 #   make qemu-gdb     boot halted, waiting for gdb on localhost:$(GDBPORT)
 # Missing tools are installed by scripts/deps.sh (Debian packages) on first use.
@@ -87,7 +89,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-micro bench-smp eval clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-micro bench-smp eval trace clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -166,6 +168,9 @@ bench: $(KERNEL) client
 QUICK ?= 0
 eval: $(KERNEL) client
 	@QUICK=$(QUICK) bash scripts/eval.sh
+
+trace: $(KERNEL) client
+	@bash scripts/trace.sh
 
 clean:
 	rm -rf $(BUILD)

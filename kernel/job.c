@@ -7,6 +7,7 @@
 #include "poweroff.h"
 #include "proc.h"
 #include "board.h"
+#include "trace.h"
 
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
 // Returns 1 if the key is present (with or without a value).
@@ -77,9 +78,15 @@ static const struct boot_job *registered_job(const char *args, char *val, size_t
 void start_main_job(const char *args) {
   char val[BOARD_BOOTARGS_MAX];
   const struct boot_job *job;
+  if (bootarg(args, "trace", val, sizeof val))
+    trace_boot(val);
   if (bootarg(args, "user", val, sizeof val)) {
     if (start_init(val) != 0)
       poweroff(1);
+    // `monitor` beside user=PROG: the console monitor too, for a PROG that
+    // does not read the console (make trace drives `trace` there).
+    if (bootarg(args, "monitor", val, sizeof val))
+      monitor_start();
   } else if ((job = registered_job(args, val, sizeof val)) != 0)
     job->start(val);
   else if (bootarg(args, "poweroff", val, sizeof val)) {

@@ -5,7 +5,10 @@
 //   poweroff      shut down right after boot (the boot-matrix test)
 //   fault         provoke a kernel fault (tests the fault report)
 //   user=PROG     run `init PROG` and shut down with its exit status
-//   monitor       the kernel console monitor instead of the shell
+//   monitor       the kernel console monitor instead of the shell (with
+//                 user=PROG: beside PROG, which must not read the console)
+//   trace[=N]     the scheduler trace (kernel/trace.h) on from boot, N records
+//                 a hart, dumped on the console at poweroff; beside any job
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
 // them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so

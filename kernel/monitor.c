@@ -9,6 +9,7 @@
 #include "poweroff.h"
 #include "stats.h"
 #include "timer.h"
+#include "trace.h"
 #include "uart.h"
 
 #define LINE_MAX 128
@@ -49,7 +50,34 @@ static void help(void) {
           "  net       network card counters\n"
           "  check     verify the executor's invariants now\n"
           "  sleep MS  block this coroutine for MS milliseconds\n"
+          "  trace on [N]  start the scheduler trace (N records a hart)\n"
+          "  trace off     stop it; trace dump: stop and print it (base64)\n"
+          "  trace         its state: records written, kept and lost per hart\n"
           "  poweroff  shut the machine down\n");
+}
+
+// trace [on [N] | off | dump]: the scheduler trace (kernel/trace.h).
+static void trace_command(const char *arg) {
+  while (*arg == ' ')
+    arg++;
+  if (strncmp(arg, "on", 2) == 0) {
+    uint32_t n = 0;
+    for (const char *p = arg + 2; *p; p++)
+      if (*p >= '0' && *p <= '9')
+        n = n * 10 + (uint32_t)(*p - '0');
+    if (trace_start(n) != 0)
+      kprintf("trace: cannot allocate the rings\n");
+    else
+      kprintf("trace: on\n");
+  } else if (strcmp(arg, "off") == 0) {
+    trace_stop();
+    kprintf("trace: off\n");
+  } else if (strcmp(arg, "dump") == 0)
+    trace_dump();
+  else if (*arg == 0)
+    trace_status();
+  else
+    kprintf("usage: trace [on [N] | off | dump]\n");
 }
 
 static void monitor_main(void *arg) {
@@ -74,7 +102,9 @@ static void monitor_main(void *arg) {
         ms = ms * 10 + (uint64_t)(*p - '0');
       kco_sleep_ms(ms);
       kprintf("slept %lu ms\n", ms);
-    } else if (strcmp(line, "poweroff") == 0) {
+    } else if (strncmp(line, "trace", 5) == 0 && (line[5] == 0 || line[5] == ' '))
+      trace_command(line + 5);
+    else if (strcmp(line, "poweroff") == 0) {
       kprintf("bye\n");
       poweroff(0);
     } else

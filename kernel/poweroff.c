@@ -9,6 +9,7 @@
 // paging is on, the SBI call is the way out.
 #include "poweroff.h"
 #include "sbi.h"
+#include "trace.h"
 #include "vm.h"
 
 #define FINISHER_PASS 0x5555
@@ -22,6 +23,7 @@ void poweroff_init(const struct board *b) {
 }
 
 void poweroff(int failure) {
+  trace_at_poweroff();          // a trace started by the bootarg `trace`: its dump
   if (finisher)
     *finisher = failure ? (1u << 16) | FINISHER_FAIL : FINISHER_PASS;
   sbi_shutdown(failure);

@@ -116,19 +116,26 @@ static void put_string(const char *s) {
   }
 }
 
+void console_put(const char *s, size_t n) {
+  int locked = !panicking;       // (a panic prints without the lock)
+  if (locked)
+    spin_lock(&print_lock);
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '\n')
+      out_putc('\r');
+    out_putc(s[i]);
+  }
+  if (locked)
+    spin_unlock(&print_lock);
+}
+
 void kprintf(const char *fmt, ...) {
   char buf[256];
   va_list ap;
   va_start(ap, fmt);
   kvsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  if (panicking) {
-    put_string(buf);
-    return;
-  }
-  spin_lock(&print_lock);
-  put_string(buf);
-  spin_unlock(&print_lock);
+  console_put(buf, strlen(buf));
 }
 
 // Walk the frame-pointer chain (the kernel is built with -fno-omit-frame-pointer):

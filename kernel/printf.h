@@ -14,6 +14,9 @@ __attribute__((noreturn, format(printf, 1, 2))) void kpanic(const char *fmt, ...
 // The same without the backtrace (the caller has printed a better one).
 __attribute__((noreturn, format(printf, 1, 2))) void kpanic_quiet(const char *fmt, ...);
 void console_set_output(void (*putc)(int c));   // switch from SBI to the UART
+// A process's console output: n bytes, under the lock kprintf takes, so a
+// kernel line (a trace dump's, above all) is never cut by a process's.
+void console_put(const char *s, size_t n);
 // Print return addresses up the frame-pointer chain; leaf_ra is the ra register
 // of the innermost frame if known (0 otherwise), for leaf functions.
 void backtrace_from(unsigned long fp, unsigned long leaf_ra);

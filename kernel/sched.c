@@ -9,6 +9,7 @@
 #include "sbi.h"
 #include "stats.h"
 #include "timer.h"
+#include "trace.h"
 
 struct executor kexec;
 static volatile uint64_t idle_harts;     // bit i set: hart index i is about to wfi
@@ -79,12 +80,14 @@ void sched_loop(void) {
     }
     h->cur = c;
     h->dispatches++;
+    TRACE_CO(TR_RUN, c, 0);
     // Stackful: switch straight onto its stack from here, so the loop is the
     // CACS call site and only the loop's few live values are spilled.
     if (c->kind == CO_STACKFUL)
       res = stackful_resume(c->arg);
     else
       res = c->poll(c->arg);
+    TRACE_CO(TR_END, c, res);
     this_hart()->cur = 0;
     prev = c;
   }

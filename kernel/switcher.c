@@ -22,6 +22,7 @@
 #include "ring.h"
 #include "uintr.h"
 #include "prio.h"
+#include "trace.h"
 
 // A process of equal or better priority is waiting for a hart (equal: round
 // robin among equals at each tick or yield).
@@ -69,10 +70,12 @@ static enum run_end run_thread(struct thread *t) {
     if (p->ring_waiting)
       ring_flush(t);            // completions that waited for ring space
     uintr_deliver(t);
+    TRACE_THREAD(TR_UENTER, t, 0, 0);
     user_return(&t->uc);
     uintr_leave(t);
     __atomic_store_n(&t->on_hart, -1, __ATOMIC_SEQ_CST);
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
+    TRACE_THREAD(TR_UEXIT, t, 0, (long)cause);
     p->traps++;
     prio_publish(p);            // on every kernel entry, as COPS specifies
     // ... and the switcher carries that priority from here on (what the

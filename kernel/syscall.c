@@ -23,6 +23,7 @@
 #include "ring.h"
 #include "uintr.h"
 #include "prio.h"
+#include "trace.h"
 
 #include "sysargs.h"
 #include "socket.h"
@@ -403,6 +404,7 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
   sa.sock = 0;
   sa.file = 0;
   p->syscalls++;
+  TRACE_THREAD(TR_SYSCALL, t, async ? sa.a[5] : 0, (long)a7);
   if (sa.nr >= NSYSCALL || !calls[sa.nr] || (async && !can_be_async(sa.nr))) {
     if (sa.nr == SYS_exit && !async)
       return SC_EXIT;

@@ -30,6 +30,7 @@
 #include "waitq.h"
 #include "hart.h"
 #include "riscv.h"
+#include "trace.h"
 
 struct worker {
   struct async_worker link;  // async, own coroutine: on p->async_workers while it runs
@@ -125,6 +126,7 @@ static void unregister(struct worker *w) {
 static void finish(struct worker *w, long r) {
   struct proc *p = w->p;
   struct thread *t = w->t;
+  TRACE_THREAD(TR_COMPLETE, t, w->cid, r);
   unregister(w);
   sysargs_release(&w->sa);
   if (w->cid) {
@@ -389,6 +391,8 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   int stackless_ok = sa->wq || sa->deadline;
   if (cid)
     proc_async_start(p);
+  // (before the spawn: from then on t may finish its call, and even exit, on another hart)
+  TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
   int64_t kcid = 0;
   if (!stackless_ok || mode == KMODE_THREAD || (mode == KMODE_POLLER && !cid))
     kcid = kco_spawn_stackful(stackful_main, w, prio, 0);

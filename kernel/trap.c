@@ -8,6 +8,7 @@
 #include "riscv.h"
 #include "timer.h"
 #include "uart.h"
+#include "trace.h"
 #include "virtio_net.h"
 
 extern void kernelvec(void);
@@ -20,6 +21,7 @@ void trap_init_hart(void) {
 static void external_interrupt(void) {
   uint32_t irq;
   while ((irq = plic_claim()) != 0) {
+    TRACE_IRQ(TR_IRQ_DEV, irq);
     if (irq == board.uart.irq)
       uart_interrupt();
     else if (irq == vnet_irq())
@@ -89,10 +91,12 @@ void trap_report(const struct trapframe *tf) {
 int trap_interrupt(uint64_t cause) {
   switch (cause & ~SCAUSE_INTERRUPT) {
   case IRQ_S_TIMER:
+    TRACE_IRQ(TR_IRQ_TIMER, 0);
     if (timer_interrupt())
       prio_publish_kernel();    // (processes are ranked at their own kernel entries)
     return 1;
   case IRQ_S_SOFT:               // an IPI from sched_kick: the loop will rescan
+    TRACE_IRQ(TR_IRQ_SOFT, 0);
     this_hart()->irq_soft++;
     csr_clear(sip, SIE_SSIE);
     return 1;

@@ -11,6 +11,7 @@
 #include "uintc.h"
 #include "palloc.h"
 #include "uvm.h"
+#include "trace.h"
 
 static int native;            // set once at boot, before the other harts start
 
@@ -110,6 +111,7 @@ static void post(struct thread *t) {
 }
 
 void uintr_post(struct thread *t) {
+  TRACE_THREAD(TR_UPOST, t, 0, 0);
   uint64_t t0 = csr_read(instret);
   t->ui.post_instret = t0;           // for the delivery-latency benchmarks
   post(t);

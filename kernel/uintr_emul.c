@@ -11,6 +11,7 @@
 // reaches us.
 #include "uintr_backend.h"
 #include "proc.h"
+#include "trace.h"
 
 #define OPCODE_SYSTEM 0x73
 
@@ -30,6 +31,7 @@ void uintr_emul_deliver(struct thread *t) {
   t->ui.posted_at_entry = __atomic_load_n(&t->ui.posted, __ATOMIC_ACQUIRE);
   t->uc.pc = nm_trap(&t->ui.n, NM_CAUSE_INTERRUPT | (uint64_t)irq, t->uc.pc, 0);
   t->ui.delivered++;
+  TRACE_THREAD(TR_UINTR, t, 0, 0);   // (only USI is ever raised)
 }
 
 int uintr_emul_ecall_ret(struct thread *t) {

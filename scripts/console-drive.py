@@ -4,7 +4,10 @@
 Starts COMMAND with its stdin and stdout on pipes, then works through the
 steps in order: `--expect TEXT` waits until TEXT has appeared in the output
 (after everything matched so far), `--send TEXT` types TEXT (with "\\r" for
-Enter, as a terminal sends). Nothing waits for an amount of time: a step
+Enter, as a terminal sends), `--run SHELLCOMMAND` runs a command on the host
+and waits for it to end (the program's output is read meanwhile, so it never
+stalls on a full pipe; a command that fails, or outlives --timeout, fails the
+run: make trace runs the client this way). Nothing waits for an amount of time: a step
 waits for what it needs, up to --timeout seconds as a safety net. At the end
 the program gets --timeout seconds to exit by itself (--end exit) or is
 stopped (--end kill). All output goes to LOG.
@@ -36,6 +39,8 @@ def main(argv):
             timeout = float(val)
         elif key == "--end":
             end = val
+        elif key == "--run":
+            steps.append(("run", val))
         elif key in ("--expect", "--send"):
             steps.append((key[2:], val.replace("\\r", "\r").replace("\\n", "\n")))
         else:
@@ -73,6 +78,21 @@ def main(argv):
                     proc.stdin.flush()
                 except BrokenPipeError:
                     ok, why = False, f"could not send {text!r}: the program has gone"
+                    break
+                continue
+            if kind == "run":
+                host = subprocess.Popen(text, shell=True)
+                deadline = time.monotonic() + timeout
+                while host.poll() is None and time.monotonic() < deadline:
+                    if not read_some(min(deadline, time.monotonic() + 0.2)):
+                        time.sleep(0.05)   # the program's output ended; just wait
+                if host.poll() is None:
+                    host.kill()
+                    host.wait()
+                    ok, why = False, f"{text!r} did not end within {timeout:.0f} s"
+                elif host.returncode != 0:
+                    ok, why = False, f"{text!r} failed with status {host.returncode}"
+                if not ok:
                     break
                 continue
             want = text.encode()

@@ -11,7 +11,8 @@
 #      the SBI timer fallback (a CPU without Sstc); the console monitor over the UART
 #   4. kernel fault report: registers and a backtrace, then a failure shutdown
 #   5. nothing the run started is left running
-#   (and, between 2 and 3, the network end to end: scripts/nettest.sh)
+#   (and, between 2 and 3: the scheduler trace in the kernel,
+#   tests/trace/test-ktrace.sh; the network end to end: scripts/nettest.sh)
 # Every check prints "PASS name" or "FAIL name: why"; the last line is
 # "N passed, N failed" and the exit status is non-zero if anything failed.
 # Logs of every QEMU run are kept in build/test-logs/.
@@ -203,6 +204,14 @@ user_suite() {   # user_suite PREFIX
 }
 
 WANT_UINTR=emulated user_suite ""
+
+# ---- the scheduler trace in the kernel (tests/trace/test-ktrace.sh): prodcons
+#      traced from boot (nesting, order, no record lost, the consumer and the
+#      producer alternate), a ring that overflows (counted and reported), and
+#      the monitor's trace commands ----
+BUILD=$BUILD QEMU=$QEMU OPENSBI=$OPENSBI QEMU_LIMIT=$QEMU_LIMIT bash tests/trace/test-ktrace.sh > "$LOGS/ktrace.log" 2>&1
+tally "" "$LOGS/ktrace.log" "PASS " "FAIL "
+grep -q "^\(PASS\|FAIL\) ktrace/monitor-commands" "$LOGS/ktrace.log" || fail "ktrace/run" "no result (see $LOGS/ktrace.log)"
 part_done user
 
 # ---- 2c. native user interrupts: our QEMU with the N extension (hw/qemu,

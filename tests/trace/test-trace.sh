@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Tests of scripts/trace2json.py, the host side of the scheduler timeline, on
 # fixed traces (no QEMU): tests/trace/prodcons.trace, a hand-made trace of
-# prodcons on 2 harts, and broken copies of it. The output must be valid JSON
+# prodcons on 2 harts, and broken copies of it; tests/trace/hello-dump.log, a
+# real dump of the kernel's rings (one of which overflowed), and broken copies
+# of it: records the ring overwrote must be reported as lost, a dump line the
+# console dropped or damaged must fail --check, a dump cut off must be refused.
+# (tests/trace/test-ktrace.sh traces the kernel itself, under QEMU.) The output must be valid JSON
 # whose begin/end events nest and whose timestamps never go back, per hart
 # (checked here, independently of the converter's own --check); prodcons's
 # consumer and producer must alternate; records a wrapped buffer lost, and a
@@ -24,40 +28,9 @@ pass() { echo "PASS trace/$1"; }
 fail() { echo "FAIL trace/$1: $2"; }
 result() { if [ -z "$2" ]; then pass "$1"; else fail "$1" "$2"; fi; }
 
-# verify JSON [alternation]: problems with a converted trace, one line each.
-verify() {
-  python3 - "$@" << 'PYEOF'
-import json, sys
-try:
-    doc = json.load(open(sys.argv[1]))
-except ValueError as e:
-    print("not valid JSON: %s" % e)
-    sys.exit(0)
-stack, last, runs = {}, {}, []
-for e in doc["traceEvents"]:
-    if e["ph"] == "M":
-        continue
-    h, ts = e["tid"], e["ts"]
-    if ts < last.get(h, ts):
-        print("hart %s: %s at %s after %s" % (h, e["name"], ts, last[h]))
-    last[h] = ts
-    if e["ph"] == "B":
-        stack.setdefault(h, []).append(e["name"])
-        if h == 0 and e.get("cat") == "process" and not e["args"].get("resumed"):
-            runs.append(e["name"])
-    elif e["ph"] == "E":
-        if not stack.get(h) or stack[h].pop() != e["name"]:
-            print("hart %s: end of %s does not close the innermost slice" % (h, e["name"]))
-for h, s in stack.items():
-    if s:
-        print("hart %s: %s never end" % (h, s))
-if len(sys.argv) > 2:
-    # prodcons: after main, the consumer (c2) and the producer (c3) take turns.
-    work = [r for r in runs if r in ("pid 3 c2", "pid 3 c3")]
-    if len(work) < 6 or any(a == b for a, b in zip(work, work[1:])):
-        print("no alternation of consumer and producer: %s" % work)
-PYEOF
-}
+# verify JSON [--alternation]: problems with a converted trace, one line each
+# (tests/trace/verify.py, shared with tests/trace/test-ktrace.sh).
+verify() { python3 tests/trace/verify.py "$@"; }
 
 # ---- the prodcons trace ----
 python3 "$CONV" "$FIX" -o "$OUT/prodcons.json" 2> "$OUT/prodcons.err"
@@ -67,7 +40,7 @@ why=
 grep -q "repaired" "$OUT/prodcons.err" && why="a clean trace needed repairs: $(cat "$OUT/prodcons.err")"
 result convert "$why"
 result nests-and-ordered "$(verify "$OUT/prodcons.json" | head -3 | tr '\n' ';')"
-result prodcons-alternates "$(verify "$OUT/prodcons.json" alternation | grep alternation)"
+result prodcons-alternates "$(verify "$OUT/prodcons.json" --alternation | grep alternation)"
 why=$(python3 - "$OUT/prodcons.json" << 'PYEOF'
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
@@ -103,6 +76,44 @@ rc=$?
 why=
 [ $rc -eq 2 ] && grep -q "line 3" "$OUT/bad.err" || why="exit status $rc: $(cat "$OUT/bad.err")"
 result refuses-bad-line "$why"
+
+# ---- the kernel's dump: lost records reported, the rest intact ----
+DUMP=tests/trace/hello-dump.log
+python3 "$CONV" "$DUMP" -o "$OUT/dump.json" --check 2> "$OUT/dump.err"
+rc=$?
+why=
+if [ $rc -ne 0 ]; then
+  why="exit status $rc: $(cat "$OUT/dump.err")"
+elif ! grep -q "hart 1: 60 records written, 16 kept, 44 lost (ring overflow), 0 missing" "$OUT/dump.err"; then
+  why="the overflow is not reported: $(cat "$OUT/dump.err")"
+else
+  why=$(verify "$OUT/dump.json" | head -3 | tr '\n' ';')
+  [ -n "$why" ] || why=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["otherData"]["dump"]["harts"]
+if d["1"]["lost"] != 44 or d["1"]["missing"] or d["0"]["lost"]:
+    print("otherData.dump: %s" % d)' "$OUT/dump.json")
+fi
+result dump-overflow-reported "$why"
+
+# broken NAME STATUS TEXT [--check]: converting $OUT/NAME.log must end with
+# STATUS and say TEXT (a broken dump is never taken as a good one).
+broken() {
+  local name=$1 want=$2 text=$3
+  shift 3
+  python3 "$CONV" "$OUT/$name.log" -o "$OUT/$name.json" "$@" 2> "$OUT/$name.err"
+  local rc=$?
+  [ $rc -eq "$want" ] && grep -q "$text" "$OUT/$name.err" || echo "exit status $rc: $(cat "$OUT/$name.err")"
+}
+# a line the console dropped: its 3 records are missing, and --check fails
+awk '/^TD 1 / && !done { done = 1; next } { print }' "$DUMP" > "$OUT/dropped.log"
+result dump-dropped-line-fails-check "$(broken dropped 1 "hart 1: 3 records missing from the dump" --check)"
+# a damaged line (cut short) is unreadable, and --check fails
+awk '/^TD 1 / && !done { done = 1; print substr($0, 1, 40); next } { print }' "$DUMP" > "$OUT/damaged.log"
+result dump-damaged-line-fails-check "$(broken damaged 1 "1 dump lines unreadable" --check)"
+# a dump without its end is refused
+grep -v "^TRACE-END" "$DUMP" > "$OUT/cut.log"
+result dump-cut-off-refused "$(broken cut 2 "cut off")"
 
 # ---- the timeline ----
 if command -v gnuplot > /dev/null; then
