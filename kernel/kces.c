@@ -2,7 +2,9 @@
 #include "kces.h"
 #include "kco.h"
 
-int ces_wake_elsewhere(cid_t cid) { return kco_wake(cid); }
+// A requester's continuation goes to another hart than the combiner's, which
+// goes on combining (CES: the sections stay here, the continuations spread).
+int ces_wake_elsewhere(cid_t cid) { return kco_wake_elsewhere(cid); }
 
 // A combiner waits here only while a coroutine on another hart is between its
 // swap into the queue and its link, a few instructions (an interrupt at most

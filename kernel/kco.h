@@ -35,6 +35,9 @@ int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint
                               int flags);
 cid_t kco_current(void);
 int kco_wake(cid_t cid);                     // also safe from interrupt handlers
+// Wake a blocked coroutine on another hart than this one (an idle one if any):
+// it is queued in that hart's lane, which becomes its home.
+int kco_wake_elsewhere(cid_t cid);
 int kco_reprio(cid_t cid, uint32_t prio);
 // Change the running coroutine's own priority: it is running, not queued, so
 // this is one store (no executor lock); it takes effect when it is next queued.

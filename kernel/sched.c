@@ -148,6 +148,20 @@ int kco_wake(cid_t cid) {
   return r;
 }
 
+int kco_wake_elsewhere(cid_t cid) {
+  // Another hart: an idle one if there is one (it runs the coroutine now),
+  // else the next one.
+  uint32_t self = this_hart()->index, n = nharts_online;
+  if (n < 2)
+    return kco_wake(cid);
+  uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~(1ULL << self);
+  uint32_t to = idle ? exec_ctz64(idle) : (self + 1) % n;
+  int r = exec_wake_to(&kexec, cid, to);
+  if (r == 1)
+    kick_lane(to);
+  return r;
+}
+
 int kco_reprio(cid_t cid, uint32_t prio) { return exec_reprio(&kexec, cid, prio); }
 
 

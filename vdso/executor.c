@@ -376,6 +376,53 @@ int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
 
 int exec_wake(struct executor *ex, cid_t cid) { return exec_wake_lane(ex, cid, 0); }
 
+int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  if (n == 1 || to >= n)
+    return exec_wake_lane(ex, cid, 0);
+  struct co *c = lookup_unlocked(ex, cid);
+  if (!c) {
+    __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
+    return EXEC_ESTALE;
+  }
+  for (;;) {
+    uint32_t from = __atomic_load_n(&c->lane, __ATOMIC_ACQUIRE);
+    if (from >= n || from == to)
+      return exec_wake_lane(ex, cid, 0);
+    // Both lanes, in index order (as lock_all takes them; nothing else holds
+    // two), so two such moves in opposite directions cannot deadlock.
+    struct exec_lane *lf = lane_at(ex, from), *lt = lane_at(ex, to);
+    struct exec_lane *first = from < to ? lf : lt, *second = from < to ? lt : lf;
+    exec_irqstate_t i1 = exec_lock_acquire(&first->lock);
+    exec_irqstate_t i2 = exec_lock_acquire(&second->lock);
+    int r = -100;
+    if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == from) {
+      if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE) {
+        r = EXEC_ESTALE;
+      } else if (c->state == CO_BLOCKED) {
+        // A blocked coroutine moves under its old lane's lock (the rule
+        // lock_home relies on) and is queued in the new one.
+        __atomic_store_n(&c->lane, to, __ATOMIC_RELEASE);
+        enqueue(ex, lt, c);
+        lt->wakes++;
+        r = 1;
+      } else {
+        if (c->state != CO_READY) {
+          c->wake_pending = 1;
+          lf->wakes_remembered++;
+        }
+        r = 0;
+      }
+    }
+    exec_lock_release(&second->lock, i2);
+    exec_lock_release(&first->lock, i1);
+    if (r == EXEC_ESTALE)
+      __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
+    if (r != -100)
+      return r;
+  }
+}
+
 int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio) {
   if (prio >= ex->nprio)
     return EXEC_EINVAL;

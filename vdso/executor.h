@@ -146,6 +146,10 @@ int64_t exec_spawn(struct executor *ex, co_poll_fn poll, void *arg, uint32_t pri
 // was queued in (a hint for whom to wake up: it may be stolen at once).
 int exec_wake(struct executor *ex, cid_t cid);
 int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane);
+// The same, but a blocked coroutine is queued in lane `to` and that becomes
+// its home (the CES mutex hands a requester's continuation to another hart
+// this way). A coroutine that is running or ready is treated as by exec_wake.
+int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to);
 
 // Change a coroutine's priority; a ready one moves to the tail of its new queue.
 int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio);

@@ -388,6 +388,33 @@ static void test_lanes_own_first_then_steal_better(void) {
   exec_destroy(&ex);
 }
 
+static void test_wake_to_another_lane(void) {
+  struct executor ex;
+  exec_init_lanes(&ex, 8, 3, malloc, free);
+  int log[8], n = 0;
+  struct rec a = { 1, log, &n, CO_PENDING };
+  cid_t ca = (cid_t)exec_spawn_on(&ex, 0, rec_poll, &a, 4, CO_STACKLESS);
+  struct co *x = exec_next_on(&ex, 0, 0, 0);
+  CHECK(x && x->arg == &a);
+  CHECK_EQ(exec_wake_to(&ex, ca, 2), 0);          // running: remembered, stays home
+  CHECK_EQ(x->lane, 0);
+  CHECK(exec_next_on(&ex, 0, x, CO_PENDING) == x);  // the remembered wake requeues it
+  CHECK(exec_next_on(&ex, 0, x, CO_PENDING) == 0);  // now it blocks in lane 0
+  CHECK_EQ(exec_wake_to(&ex, ca, 2), 1);          // blocked: queued in lane 2
+  CHECK_EQ(x->lane, 2);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK(exec_next_on(&ex, 2, 0, 0) == x);         // lane 2's own, no steal
+  struct exec_stats st;
+  exec_get_stats(&ex, &st);
+  CHECK_EQ(st.steals, 0);
+  CHECK_EQ(exec_wake_to(&ex, ca, 2), 0);
+  a.result = CO_DONE;
+  CHECK(exec_next_on(&ex, 2, x, x->poll(x->arg)) == 0);
+  CHECK_EQ(exec_wake_to(&ex, ca, 1), EXEC_ESTALE);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_destroy(&ex);
+}
+
 static void test_lanes_yield_and_union(void) {
   struct executor ex;
   exec_init_lanes(&ex, 8, 3, malloc, free);
@@ -438,4 +465,5 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_threaded_stress_lanes);
   RUN_TEST(test_lanes_own_first_then_steal_better);
   RUN_TEST(test_lanes_yield_and_union);
+  RUN_TEST(test_wake_to_another_lane);
 CHECK_MAIN_END
