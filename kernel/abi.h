@@ -88,6 +88,10 @@
 #define KSTAT_UINTR_POST_COST 15 // instructions the last post to the calling thread took on the posting hart (benchmarks)
 #define KSTAT_POLLER_ATTEMPTS 16 // KMODE_POLLER: calls the caller's polling kernel thread has tried (0 if none)
 #define KSTAT_COUNT 17           // selectors are 1 .. KSTAT_COUNT - 1
+// Or'ed into a selector: first wait (1 s at most) until nothing else runs or is
+// ready, no other thread and no kernel coroutine, so that a leak check's two
+// samples both see the machine at rest (docs/ABI.md, kstat).
+#define KSTAT_QUIET 0x100
 
 // ---- errors (returned negated) ----
 #define EPERM 1

@@ -53,13 +53,21 @@ void proc_init(void) {
     waitq_init(&p->child_exit, "wait");
     waitq_init(&p->async_done, "async");
     waitq_init(&p->thread_done, "threads");
-    for (int t = 0; t < MAXTHREADS; t++) {
-      p->threads[t].proc = p;
-      p->threads[t].tid = t;
-      p->threads[t].on_hart = -1;
-      waitq_init(&p->threads[t].uwait, "uwait");
-    }
   }
+}
+
+// Thread tid of p, new and T_FREE, or 0 when memory is short. A thread is
+// allocated when its tid is taken and freed when it is joined (thread_join)
+// or its process ends (free_slot); p->threads[i] is 0 in between.
+static struct thread *thread_alloc(struct proc *p, int tid) {
+  struct thread *t = kzalloc(sizeof *t);
+  if (!t)
+    return 0;
+  t->proc = p;
+  t->tid = tid;
+  t->on_hart = -1;
+  waitq_init(&t->uwait, "uwait");
+  return t;
 }
 
 int proc_count(void) {
@@ -167,7 +175,8 @@ static struct proc *alloc_slot(void) {
 static void release_resources(struct proc *p) {
   ring_release(p);
   for (int i = 0; i < p->nthreads; i++)
-    uintr_release(&p->threads[i]);
+    if (p->threads[i])
+      uintr_release(p->threads[i]);
   for (int fd = 0; fd < NOFILE; fd++)
     if (p->ofile[fd]) {
       file_close(p->ofile[fd]);
@@ -188,8 +197,9 @@ static void free_slot(struct proc *p) {   // ptable_lock held
   p->name[0] = 0;
   p->live_threads = 0;
   for (int t = 0; t < p->nthreads; t++) {
-    p->threads[t].state = T_FREE;
-    p->threads[t].worker = 0;
+    struct thread *th = p->threads[t];
+    __atomic_store_n(&p->threads[t], 0, __ATOMIC_RELEASE);
+    kfree(th);
   }
   p->nthreads = 0;
 }
@@ -250,7 +260,7 @@ static int load_program(struct proc *p, const char *name, int argc, char *const 
   if ((err = push_args(p, argc, argv, &sp, &uargv)) != 0)
     return err;
   p->heap_base = p->brk = info.end;
-  struct thread *t = &p->threads[0];       // the main thread
+  struct thread *t = p->threads[0];        // the main thread
   memset(&t->uc, 0, sizeof t->uc);
   t->uc.pc = info.entry;
   t->uc.x[REG_SP] = sp;
@@ -270,7 +280,9 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
   memcpy(p->name, name, n);
   p->name[n] = 0;
   p->syscalls = p->traps = 0;
-  *err = load_program(p, name, argc, argv);
+  __atomic_store_n(&p->threads[0], thread_alloc(p, 0), __ATOMIC_RELEASE);
+  p->nthreads = p->threads[0] != 0;
+  *err = p->threads[0] ? load_program(p, name, argc, argv) : -ENOMEM;
   // Standard descriptors: shared with the parent, or the console.
   for (int fd = 0; fd < 3 && !*err; fd++) {
     struct file *f = parent && parent->ofile[fd] ? file_dup(parent->ofile[fd]) : file_console();
@@ -290,10 +302,9 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
   p->state = P_RUNNING;                    // alive: it has a thread
   spin_unlock(&ptable_lock);
   p->live_threads = 1;
-  p->nthreads = 1;
   p->kmode = parent ? parent->kmode : KMODE_COROUTINE;
   p->exit_code = 0;
-  thread_make_runnable(&p->threads[0]);
+  thread_make_runnable(p->threads[0]);
   return p;
 }
 
@@ -334,10 +345,12 @@ int thread_create(struct proc *p, uint64_t entry, uint64_t arg, uint64_t sp) {
   if (entry >= USER_VA_END || sp >= USER_VA_END || (sp & 15))
     return -EINVAL;
   spin_lock(&p->lock);
-  struct thread *t = 0;
-  for (int i = 1; i < MAXTHREADS && !t; i++)
-    if (p->threads[i].state == T_FREE)
-      t = &p->threads[i];
+  int i = 1;                               // the lowest free tid
+  while (i < MAXTHREADS && p->threads[i] && p->threads[i]->state != T_FREE)
+    i++;
+  if (i < MAXTHREADS && !p->threads[i])    // first use of tid i (kzalloc only spins)
+    __atomic_store_n(&p->threads[i], thread_alloc(p, i), __ATOMIC_RELEASE);
+  struct thread *t = i < MAXTHREADS ? p->threads[i] : 0;
   if (t && t->tid >= p->nthreads)
     __atomic_store_n(&p->nthreads, t->tid + 1, __ATOMIC_RELAXED);
   if (!t || p->killed) {
@@ -358,7 +371,8 @@ int thread_create(struct proc *p, uint64_t entry, uint64_t arg, uint64_t sp) {
 }
 
 static int joinable(struct proc *p, int tid) {
-  return p->threads[tid].state == T_DONE || p->killed;
+  struct thread *t = __atomic_load_n(&p->threads[tid], __ATOMIC_ACQUIRE);
+  return !t || t->state == T_DONE || t->state == T_FREE || p->killed;   // gone: another join took it
 }
 
 int thread_join(struct proc *p, int tid, int *status, int may_block) {
@@ -366,14 +380,22 @@ int thread_join(struct proc *p, int tid, int *status, int may_block) {
     return -ESRCH;
   for (;;) {
     spin_lock(&p->lock);
-    struct thread *t = &p->threads[tid];
-    if (t->state == T_FREE) {
+    struct thread *t = p->threads[tid];
+    if (!t || t->state == T_FREE) {
       spin_unlock(&p->lock);
       return -ESRCH;
     }
     if (t->state == T_DONE) {
       *status = t->exit_status;
-      t->state = T_FREE;                   // the slot can be reused
+      t->state = T_FREE;                   // the tid can be reused
+      // Its memory too, unless an async call is in flight: a call's completion
+      // is posted to the thread that made it, even one that has ended since
+      // (a thread kept here is reused, or freed with the process).
+      if (__atomic_load_n(&p->async_inflight, __ATOMIC_SEQ_CST) == 0) {
+        uintr_release(t);
+        __atomic_store_n(&p->threads[tid], 0, __ATOMIC_RELEASE);
+        kfree(t);
+      }
       spin_unlock(&p->lock);
       return 0;
     }
@@ -408,8 +430,8 @@ void proc_terminate(struct proc *p, int status) {
   // Blocked threads re-test `killed` when woken; running ones see it at their
   // next trap (a tick at the latest).
   for (int i = 0; i < p->nthreads; i++)
-    if (p->threads[i].worker)
-      kco_wake(p->threads[i].worker);
+    if (p->threads[i] && p->threads[i]->worker)
+      kco_wake(p->threads[i]->worker);
   spin_unlock(&p->lock);
   waitq_wake_all(&p->child_exit);
   waitq_wake_all(&p->thread_done);

@@ -63,11 +63,14 @@ struct async_worker {
 };
 
 struct proc {
-  struct thread threads[MAXTHREADS];
+  // threads[i] is allocated (kzalloc) when tid i is first used and freed with
+  // the process's slot, so an idle slot costs one pointer per thread, not a
+  // whole thread each (a static table of them was 19 MiB of .bss).
+  struct thread *threads[MAXTHREADS];
   int live_threads;               // not T_FREE or T_DONE; guarded by lock
   int nactive;                    // T_RUNNABLE or T_RUNNING (atomic; thread_set_state)
   uint32_t pub_prio;              // the priority prio_publish ranks it at, or PRIO_UNRANKED
-  int nthreads;                   // threads[0, nthreads) have been used: loops stop there
+  int nthreads;                   // threads[0, nthreads) are allocated and have been used: loops stop there
   int exit_code;                  // status the process ends with once all threads stop
   struct waitq thread_done;       // thread_join and exit wait here
   struct spinlock lock;           // state, killed, parent/child links

@@ -281,9 +281,13 @@ static void test_basics(void) {
   check_true("kstat-nprocs-counts-us", np >= 1, np, ">= 1");
   long fp = kstat(KSTAT_FREE_PAGES);
   check_true("kstat-free-pages-nonzero", fp > 0, fp, "> 0");
-  static const int bad_selectors[] = {0, KSTAT_COUNT, -1, 1000, INT_MIN_};
+  static const int bad_selectors[] = {0, KSTAT_COUNT, -1, 1000, INT_MIN_, KSTAT_QUIET,
+                                      KSTAT_QUIET | KSTAT_COUNT};
   for (size_t i = 0; i < sizeof bad_selectors / sizeof bad_selectors[0]; i++)
     check(NAME("kstat-bad-selector-%d", bad_selectors[i]), kstat(bad_selectors[i]), -EINVAL);
+  // KSTAT_QUIET waits for the rest of the machine to rest, then reads the same counter.
+  long np_quiet = kstat(KSTAT_NPROCS | KSTAT_QUIET);
+  check_true("kstat-quiet-reads-the-counter", np_quiet >= 1, np_quiet, ">= 1");
 }
 
 // uintr_recv takes no argument: 0 where there is no user-interrupt controller
