@@ -2,6 +2,8 @@
 #include "check.h"
 #include "executor.h"
 #include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdint.h>
 
 static char why[160];
@@ -312,7 +314,13 @@ static void stress_run(uint32_t nlanes) {
   for (int i = 0; i < S_THREADS; i++)
     pthread_create(&t[i], 0, stress_worker, (void *)(uintptr_t)i);
   int bad = 0;
-  for (int round = 0; round < 20000; round++) {
+  // Until every coroutine is done, with a safety net in time (60 s) that no
+  // healthy run comes near, however loaded the host: the walks below take
+  // every lock, so on a busy machine the workers may get little done between
+  // two of them (a limit in rounds once failed that way, all 200 still live).
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
     if (exec_check(&ex, why, sizeof why) != 0) { bad = 1; break; }
     struct exec_stats s;
     exec_get_stats(&ex, &s);
@@ -322,7 +330,13 @@ static void stress_run(uint32_t nlanes) {
     if (s.ready == 0 && s.running == 0)
       for (int i = 0; i < S_COS; i++)
         exec_wake(&ex, st_g.cid[i]);
-    sched_yield();
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - t0.tv_sec > 60) {
+      printf("  still live after 60 s: %u (ready %u, running %u, blocked %u)\n", s.live, s.ready,
+             s.running, s.blocked);
+      break;
+    }
+    usleep(200);                  // let the workers run between two walks
   }
   st_g.done = 1;
   for (int i = 0; i < S_THREADS; i++)
