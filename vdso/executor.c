@@ -134,9 +134,23 @@ static inline __attribute__((always_inline)) void union_set(struct executor *ex,
 
 // Clear bit in the union unless some lane (other than the caller's, whose own
 // bit is already clear) has it.
+static int any_lane_has(struct executor *ex, uint64_t bit, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (__atomic_load_n(&lane_at(ex, i)->bitmap, __ATOMIC_SEQ_CST) & bit)
+      return 1;
+  return 0;
+}
+
 static void union_clear(struct executor *ex, uint64_t bit) {
-  __atomic_fetch_and(&ex->bitmap, ~bit, __ATOMIC_SEQ_CST);
+  // Look first: when another lane has the bit (the common case with work on
+  // several harts), leave the union alone, so that it does not lack the bit
+  // even for a moment. Only a clear that races with a set of the same bit
+  // elsewhere opens that moment (between the and and the put-back below).
   uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST);
+  if (any_lane_has(ex, bit, n))
+    return;
+  __atomic_fetch_and(&ex->bitmap, ~bit, __ATOMIC_SEQ_CST);
+  n = __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST);
   for (uint32_t i = 0; i < n; i++)
     if (__atomic_load_n(&lane_at(ex, i)->bitmap, __ATOMIC_SEQ_CST) & bit) {
       __atomic_fetch_or(&ex->bitmap, bit, __ATOMIC_SEQ_CST);
@@ -673,6 +687,12 @@ int exec_reserve(struct executor *ex, uint32_t slots) {
     r = grow_table(ex);
   UNLOCK(&ex->lock);
   return r;
+}
+
+int exec_ready_anywhere(struct executor *ex) {
+  if (__atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST))
+    return 1;
+  return any_lane_has(ex, ~0ULL, __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST));
 }
 
 uint32_t exec_best_prio(const struct executor *ex) {

@@ -163,6 +163,13 @@ int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio);
 struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result);
 struct co *exec_next(struct executor *ex, struct co *prev, int prev_result);
 
+// Is a coroutine ready in any lane? Reads every lane's bitmap, not only the
+// union (which may lack a bit for a moment while a lane clears it): an idle
+// loop asks this before it sleeps. Sequentially consistent, so that a waker
+// that queues (lane bitmap first) and then looks for sleepers, and a sleeper
+// that announces itself and then asks this, cannot miss each other.
+int exec_ready_anywhere(struct executor *ex);
+
 // Priority of the best ready coroutine, or NPRIO_MAX when none is ready.
 uint32_t exec_best_prio(const struct executor *ex);
 
