@@ -116,6 +116,22 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo "threads (the guest) used during the closed loop. The host client runs on the same"
   echo "cores. Where the main thread is near 100%, the host side of the network, not the"
   echo "guest, sets the ceiling, and a second guest hart cannot raise it."
+  echo
+  echo "Reading it (written with the code, checked against the table when it was committed):"
+  echo
+  echo "- The thread models (KCUT, KTUT) spread their threads over both harts; the"
+  echo "  coroutine models (KCUC, KTUC) run all user coroutines on the process's one"
+  echo "  executor thread (matrixd does not call alloc_cpu), so only the kernel's share"
+  echo "  of each request moves to the second hart: their vCPU column stays near one"
+  echo "  core and their ratio near 1."
+  echo "- Light-load p99 on two harts is several milliseconds where one hart gives"
+  echo "  well under one. This is not the executor's lanes: the kernel before them"
+  echo "  (commit 1549e73), run the same way on 2026-11-24, gave p99 7.3 and 8.2 ms on"
+  echo "  two harts against 0.36 and 0.42 ms on one. About one request in ten waits"
+  echo "  1-8 ms: its system call's kernel coroutine is woken while both harts are"
+  echo "  inside one coroutine each (a switching coroutine in user code) or one hart is"
+  echo "  in wfi, and some IPIs took 0.5-3.5 ms to wake a halted vCPU on this host."
+  echo "  The cause is not found yet."
 } > "$OUT"
 echo "bench-smp-net: wrote $OUT" >&2
 exit $status
