@@ -80,6 +80,13 @@ void start_main_job(const char *args) {
   const struct boot_job *job;
   if (bootarg(args, "trace", val, sizeof val))
     trace_boot(val);
+  if (bootarg(args, "idle_poll_us", val, sizeof val)) {
+    uint32_t us = 0;
+    for (const char *p = val; *p >= '0' && *p <= '9' && us < 1000000; p++)
+      us = us * 10 + (uint32_t)(*p - '0');
+    sched_set_idle_poll(us);
+    kprintf("sched: idle harts poll %u us before they halt\n", us);
+  }
   if (bootarg(args, "user", val, sizeof val)) {
     if (start_init(val) != 0)
       poweroff(1);

@@ -55,6 +55,9 @@ void kco_block(void);                        // returns once woken (maybe spurio
 
 // Kick an idle hart so it looks at the ready queues again.
 void sched_kick(void);
+// How long an idle hart polls for work before it halts in wfi (microseconds;
+// 0: at once). Bootargs idle_poll_us=N; 200 by default on several harts.
+void sched_set_idle_poll(uint32_t us);
 
 // kmalloc bytes and objects held by structures that grow once and stay (the
 // executor's slot table, the timer heaps): not leaks (kernel/sched.c).

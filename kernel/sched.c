@@ -12,6 +12,12 @@
 #include "trace.h"
 
 struct executor kexec;
+// How long an idle hart polls for work before it sleeps, in timebase ticks
+// (0: sleep at once). With several harts, IDLE_POLL_US by default; bootargs
+// idle_poll_us=N sets it (sched_set_idle_poll).
+static uint64_t idle_poll_ticks;
+#define IDLE_POLL_US 200
+
 static volatile uint64_t idle_harts;     // bit i set: hart index i is about to wfi
 
 void sched_init(void) {
@@ -20,6 +26,8 @@ void sched_init(void) {
   // coroutines (a thread blocked in a call is one) should not grow the table,
   // which then stays grown, under a leak check; servers with more grow it.
   uint32_t lanes = board.nharts ? board.nharts : 1;
+  if (board.nharts > 1)
+    sched_set_idle_poll(IDLE_POLL_US);
   if (exec_init_lanes(&kexec, NPRIO_DEFAULT, lanes, kmalloc, kfree) != 0 ||
       exec_reserve(&kexec, 1024) != 0)
     kpanic("sched: executor init failed");
@@ -51,16 +59,29 @@ static void kick_lane(uint32_t lane) {
 
 void sched_kick(void) { kick_lane(64); }
 
+
+void sched_set_idle_poll(uint32_t us) {
+  idle_poll_ticks = board.timebase_hz * us / 1000000;
+}
+
 static void idle_wait(struct hart *h) {
   uint64_t bit = 1ULL << h->index;
+  // Poll a while first, interrupts on: work that comes soon (the next step of
+  // a request, often woken on another hart) is picked up without the hart
+  // halting and being woken by an IPI, a path that costs a halted vCPU up to
+  // milliseconds on a busy emulator host.
+  if (idle_poll_ticks) {
+    uint64_t until = rdtime() + idle_poll_ticks;
+    while (rdtime() < until)
+      if (exec_ready_anywhere(&kexec))
+        return;
+  }
   intr_off();
   __atomic_fetch_or(&idle_harts, bit, __ATOMIC_SEQ_CST);
   // wfi returns when an interrupt is pending even with SIE clear; it is then
   // taken as soon as interrupts are on again. Checking with SIE clear closes the
-  // window between "nothing ready" and "sleep".
-  // Every lane's bitmap, not only the union, which can lack a bit for a
-  // moment (seen as harts asleep for up to a tick beside ready work: a 10 ms
-  // p99 at light load on two harts).
+  // window between "nothing ready" and "sleep". Every lane's bitmap, not only
+  // the union, which can lack a bit for a moment while a lane clears it.
   if (!exec_ready_anywhere(&kexec)) {
     h->idle_wfi++;
     wfi();
