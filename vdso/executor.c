@@ -265,7 +265,8 @@ static int grow_table(struct executor *ex) {
 // Resolve a cid to its control block if it looks live, without a lock. The
 // caller re-checks the generation under the coroutine's lane lock. Untrusted
 // input is fine here: the slot is range-checked before indexing.
-static struct co *lookup_unlocked(const struct executor *ex, cid_t cid) {
+static inline __attribute__((always_inline)) struct co *lookup_unlocked(const struct executor *ex,
+                                                                       cid_t cid) {
   uint32_t slot = (uint32_t)cid, gen = (uint32_t)(cid >> 32);
   if (slot >= __atomic_load_n(&ex->nchunks, __ATOMIC_ACQUIRE) * EXEC_CHUNK_SLOTS)
     return 0;
@@ -312,6 +313,20 @@ static __attribute__((noinline)) int refill_free(struct executor *ex, struct exe
   return err;
 }
 
+// The lane's cache is empty: fill it from the table (growing that if need be),
+// then spawn again. Out of line, so that the common spawn needs no frame.
+static __attribute__((noinline)) int64_t spawn_refilled(struct executor *ex, uint32_t lane,
+                                                        co_poll_fn poll, void *arg, uint32_t prio,
+                                                        enum co_kind kind) {
+  struct exec_lane *l = lane_at(ex, lane);
+  LOCKED(&l->lock);
+  int err = l->free ? 0 : refill_free(ex, l);
+  UNLOCK(&l->lock);
+  if (err)
+    return err;
+  return exec_spawn_on(ex, lane, poll, arg, prio, kind);
+}
+
 int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void *arg,
                       uint32_t prio, enum co_kind kind) {
   if (!poll || prio >= ex->nprio)
@@ -321,12 +336,9 @@ int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void 
     lane %= n;
   struct exec_lane *l = lane_at(ex, lane);
   LOCKED(&l->lock);
-  if (!l->free) {
-    int err = refill_free(ex, l);
-    if (err) {
-      UNLOCK(&l->lock);
-      return err;
-    }
+  if (__builtin_expect(!l->free, 0)) {
+    UNLOCK(&l->lock);
+    return spawn_refilled(ex, lane, poll, arg, prio, kind);   // (a tail call)
   }
   struct co *c = l->free;
   l->free = c->next;
@@ -350,42 +362,60 @@ int64_t exec_spawn(struct executor *ex, co_poll_fn poll, void *arg, uint32_t pri
   return exec_spawn_on(ex, 0, poll, arg, prio, kind);
 }
 
-int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
-  struct co *c = lookup_unlocked(ex, cid);
-  if (!c) {
-    __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
-    return EXEC_ESTALE;
-  }
-  exec_irqstate_t irq;
-  struct exec_lane *l;
-  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) == 1) {
-    l = (struct exec_lane *)ex->lanes;   // one lane: every coroutine's home
-    irq = exec_lock_acquire(&l->lock);
-  } else {
-    l = lock_home(ex, c, &irq);
-  }
-  int r;
-  if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE) {
-    r = EXEC_ESTALE;               // it exited between the lookup and the lock
-  } else if (c->state == CO_BLOCKED) {
-    enqueue(ex, l, c);
+// The wake itself, with c's lane l locked: 1 queued, 0 absorbed, or stale.
+static inline __attribute__((always_inline)) int wake_locked(struct executor *ex,
+                                                             struct exec_lane *l, struct co *c,
+                                                             cid_t cid, int one) {
+  if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE)
+    return EXEC_ESTALE;            // it exited between the lookup and the lock
+  if (c->state == CO_BLOCKED) {
+    enqueue_in(ex, l, c, one);
     l->wakes++;
-    r = 1;
-  } else {
-    // Running (or trapped while running): it may be about to return PENDING, so
-    // remember the wake. Already ready: it will be polled anyway.
-    if (c->state != CO_READY) {
-      c->wake_pending = 1;
-      l->wakes_remembered++;
-    }
-    r = 0;
+    return 1;
   }
+  // Running (or trapped while running): it may be about to return PENDING, so
+  // remember the wake. Already ready: it will be polled anyway.
+  if (c->state != CO_READY) {
+    c->wake_pending = 1;
+    l->wakes_remembered++;
+  }
+  return 0;
+}
+
+static __attribute__((noinline)) int stale_wake(struct executor *ex) {
+  __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
+  return EXEC_ESTALE;
+}
+
+// Several lanes: find and lock the coroutine's home first.
+static __attribute__((noinline)) int wake_multi(struct executor *ex, cid_t cid, uint32_t *lane) {
+  struct co *c = lookup_unlocked(ex, cid);
+  if (!c)
+    return stale_wake(ex);
+  exec_irqstate_t irq;
+  struct exec_lane *l = lock_home(ex, c, &irq);
+  int r = wake_locked(ex, l, c, cid, 0);
   if (lane)
     *lane = c->lane;
   exec_lock_release(&l->lock, irq);
-  if (r == EXEC_ESTALE)
-    __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
-  return r;
+  return r == EXEC_ESTALE ? stale_wake(ex) : r;
+}
+
+int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
+  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) != 1)
+    return wake_multi(ex, cid, lane);
+  // One lane (see exec_next_on): every coroutine's home, no atomics for the
+  // union, and no call but tail calls.
+  struct co *c = lookup_unlocked(ex, cid);
+  if (!c)
+    return stale_wake(ex);
+  struct exec_lane *l = (struct exec_lane *)ex->lanes;
+  exec_irqstate_t irq = exec_lock_acquire(&l->lock);
+  int r = wake_locked(ex, l, c, cid, 1);
+  exec_lock_release(&l->lock, irq);
+  if (lane)
+    *lane = 0;
+  return r == EXEC_ESTALE ? stale_wake(ex) : r;
 }
 
 int exec_wake(struct executor *ex, cid_t cid) { return exec_wake_lane(ex, cid, 0); }
