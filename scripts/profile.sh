@@ -48,7 +48,7 @@ for k in 1 2; do
   echo "profile: $bench x $n ..." >&2
   timeout 900 "$qemu" -machine virt "${cpu[@]}" -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
     -nographic -smp "${SMP:-1}" -m 256M -icount shift=0,sleep=off -plugin "$plugin,out=$out/prof$k.txt" \
-    -append "user=ubench,--only,$bench,$n" < /dev/null > "$out/run$k.log" 2>&1 || true
+    -append "idle_poll_us=0 user=ubench,--only,$bench,$n" < /dev/null > "$out/run$k.log" 2>&1 || true
   grep -q '^BENCH USER DONE' "$out/run$k.log" ||
     { echo "profile: run $k did not finish; see $out/run$k.log" >&2; exit 1; }
 done
