@@ -441,9 +441,7 @@ int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
     exec_irqstate_t i2 = exec_lock_acquire(&second->lock);
     int r = -100;
     if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == from) {
-      if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE) {
-        r = EXEC_ESTALE;
-      } else if (c->state == CO_BLOCKED) {
+      if (c->gen == (uint32_t)(cid >> 32) && c->state == CO_BLOCKED) {
         // A blocked coroutine moves under its old lane's lock (the rule
         // lock_home relies on) and is queued in the new one.
         __atomic_store_n(&c->lane, to, __ATOMIC_RELEASE);
@@ -451,11 +449,7 @@ int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
         lt->wakes++;
         r = 1;
       } else {
-        if (c->state != CO_READY) {
-          c->wake_pending = 1;
-          lf->wakes_remembered++;
-        }
-        r = 0;
+        r = wake_locked(ex, lf, c, cid, 0);   // stale, running or ready: as a plain wake
       }
     }
     exec_lock_release(&second->lock, i2);
@@ -523,18 +517,27 @@ static inline __attribute__((always_inline)) int free_slot(struct exec_lane *l, 
 
 // Put the coroutine that just returned from poll where its result says; the
 // caller holds the lock of c's lane, l.
-static inline __attribute__((always_inline)) void settle(struct executor *ex, struct exec_lane *l,
-                                                         struct co *c, int result) {
-  if (result == CO_DONE) {
-    if (free_slot(l, c))
-      spill_free(ex, l);
-  } else if (result == CO_PENDING && !c->wake_pending) {
+// one: the executor has one lane (see union_set). Returns whether the lane's
+// free-slot cache is now overfull; the caller spills it in its own way.
+static inline __attribute__((always_inline)) int settle_in(struct executor *ex,
+                                                           struct exec_lane *l, struct co *c,
+                                                           int result, int one) {
+  if (result == CO_DONE)
+    return free_slot(l, c);
+  if (result == CO_PENDING && !c->wake_pending) {
     c->state = CO_BLOCKED;
   } else {
     // CO_YIELD, or a wake arrived while it ran: back to the tail of its queue.
     c->wake_pending = 0;
-    enqueue(ex, l, c);
+    enqueue_in(ex, l, c, one);
   }
+  return 0;
+}
+
+static inline __attribute__((always_inline)) void settle(struct executor *ex, struct exec_lane *l,
+                                                         struct co *c, int result) {
+  if (settle_in(ex, l, c, result, 0))
+    spill_free(ex, l);
 }
 
 // Take the best coroutine of another lane if it is better than `than` (a
@@ -685,14 +688,7 @@ struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int
       UNLOCK(&l->lock);
       return prev;
     }
-    if (prev_result == CO_DONE) {
-      (void)free_slot(l, prev);  // (an overfull cache is spilled below, by a tail call)
-    } else if (prev_result == CO_PENDING && !prev->wake_pending) {
-      prev->state = CO_BLOCKED;
-    } else {
-      prev->wake_pending = 0;
-      enqueue_in(ex, l, prev, 1);
-    }
+    (void)settle_in(ex, l, prev, prev_result, 1);   // (an overfull cache: spilled below)
   }
   struct co *c = 0;
   if (l->bitmap) {
