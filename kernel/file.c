@@ -87,12 +87,23 @@ int pipe_create(struct file **rd, struct file **wr) {
 
 // ---- pipes ----
 // One attempt: move what can be moved now. Returns bytes moved, 0 if it must
-// wait, or an error. Copies go through a small kernel bounce buffer so that no
-// spinlock is held while touching user memory.
+// wait, or an error. The bytes go straight between the user's buffer and the
+// pipe's, with the lock held: copyin/copyout walk the page table in software
+// and never fault, so holding a spinlock across them is safe, and one lock
+// round per transfer (it was two, with a bounce buffer between) halves a
+// pipe's locking. A transfer is at most CHUNK bytes per lock hold, to bound
+// how long the hart runs with interrupts masked; an address that turns out
+// bad fails the attempt before anything is committed.
 #define CHUNK FILE_CHUNK
 
+// The ring buffer's bytes [pos, pos + m) are at most two runs: up to the end
+// of buf, then from its start.
+static long pipe_span(uint64_t pos, long m) {
+  long first = PIPE_SIZE - (long)(pos % PIPE_SIZE);
+  return m < first ? m : first;
+}
+
 static long pipe_read_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
-  char tmp[CHUNK];
   spin_lock(&pi->lock);
   uint64_t avail = pi->nwrite - pi->nread;
   if (avail == 0) {
@@ -103,20 +114,19 @@ static long pipe_read_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   long m = (long)avail < n ? (long)avail : n;
   if (m > CHUNK)
     m = CHUNK;
-  for (long i = 0; i < m; i++)
-    tmp[i] = pi->buf[(pi->nread + (uint64_t)i) % PIPE_SIZE];
+  long first = pipe_span(pi->nread, m);
+  int bad = copyout(pt, uva, &pi->buf[pi->nread % PIPE_SIZE], (size_t)first) < 0 ||
+            (m > first && copyout(pt, uva + (uint64_t)first, pi->buf, (size_t)(m - first)) < 0);
+  if (!bad)
+    pi->nread += (uint64_t)m;    // (concurrent readers get whole chunks each)
   spin_unlock(&pi->lock);
-  if (copyout(pt, uva, tmp, (size_t)m) < 0)
+  if (bad)
     return -EFAULT;
-  spin_lock(&pi->lock);
-  pi->nread += (uint64_t)m;      // single reader side at a time is not assumed:
-  spin_unlock(&pi->lock);        // concurrent readers may interleave chunks
   waitq_wake_all(&pi->can_write);
   return m;
 }
 
 static long pipe_write_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
-  char tmp[CHUNK];
   long m = n < CHUNK ? n : CHUNK;
   spin_lock(&pi->lock);
   if (pi->readers == 0) {
@@ -124,19 +134,18 @@ static long pipe_write_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
     return -EPIPE;
   }
   uint64_t space = PIPE_SIZE - (pi->nwrite - pi->nread);
-  spin_unlock(&pi->lock);
-  if (space == 0)
-    return 0;
   if ((uint64_t)m > space)
     m = (long)space;
-  if (copyin(pt, tmp, uva, (size_t)m) < 0)
-    return -EFAULT;
-  spin_lock(&pi->lock);
-  for (long i = 0; i < m; i++)
-    pi->buf[(pi->nwrite + (uint64_t)i) % PIPE_SIZE] = tmp[i];
-  pi->nwrite += (uint64_t)m;
+  long first = pipe_span(pi->nwrite, m);
+  int bad = m > 0 && (copyin(pt, &pi->buf[pi->nwrite % PIPE_SIZE], uva, (size_t)first) < 0 ||
+                      (m > first && copyin(pt, pi->buf, uva + (uint64_t)first, (size_t)(m - first)) < 0));
+  if (!bad)
+    pi->nwrite += (uint64_t)m;   // (bytes past nwrite are not data until this)
   spin_unlock(&pi->lock);
-  waitq_wake_all(&pi->can_read);
+  if (bad)
+    return -EFAULT;
+  if (m)
+    waitq_wake_all(&pi->can_read);
   return m;
 }
 

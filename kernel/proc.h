@@ -90,6 +90,8 @@ struct proc {
   struct completion_ring *ring;   // kernel address of the ring page
   struct spinlock ring_lock;
   struct waiting_completion *ring_waiting;   // completions waiting for ring space
+  struct waiting_completion *ring_waiting_tail;   // (appends in O(1))
+  uint32_t ring_nwaiting;                    // its length (ring->waiting tells the process)
   uint64_t ring_overflows;
   int async_inflight;             // async calls still running in the kernel
   struct async_worker *async_workers;        // those that have started, guarded by lock

@@ -27,9 +27,13 @@ int ring_setup(struct proc *p) {
     return -ENOMEM;
   p->ring = (struct completion_ring *)uvm_translate(p->pagetable, USER_RING, PTE_W);
   p->ring_waiting = 0;
+  p->ring_waiting_tail = 0;
+  p->ring_nwaiting = 0;
   p->ring_overflows = 0;
   return 0;
 }
+
+static void ring_hold(struct proc *p, cid_t cid, long result);
 
 static int ring_space(struct completion_ring *r) {
   uint32_t used = r->tail - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
@@ -44,9 +48,10 @@ static void ring_put(struct completion_ring *r, cid_t cid, long result) {
 }
 
 // Caller holds p->ring_lock. Returns how many completions moved into the ring.
+// (O(moved): the waiting list keeps its tail and its length.)
 static uint32_t flush_locked(struct proc *p) {
   struct completion_ring *r = p->ring;
-  uint32_t moved = 0, n = 0;
+  uint32_t moved = 0;
   while (p->ring_waiting && ring_space(r)) {
     struct waiting_completion *w = p->ring_waiting;
     p->ring_waiting = w->next;
@@ -54,9 +59,11 @@ static uint32_t flush_locked(struct proc *p) {
     kfree(w);
     moved++;
   }
-  for (struct waiting_completion *w = p->ring_waiting; w; w = w->next)
-    n++;
-  r->waiting = n;
+  if (!p->ring_waiting)
+    p->ring_waiting_tail = 0;
+  p->ring_nwaiting -= moved;
+  if (moved)
+    r->waiting = p->ring_nwaiting;
   return moved;
 }
 
@@ -73,10 +80,29 @@ void ring_flush(struct thread *t) {
     uintr_post(t);
 }
 
+// The common case takes the ring lock once and allocates nothing: the ring
+// has space and nothing waits before this completion. Only when the process
+// lets its ring fill up does a completion wait in a kmalloc'd record, in order.
 void ring_complete(struct thread *t, cid_t cid, long result) {
   struct proc *p = t->proc;
-  // Allocated before taking the lock; if even this fails, retry: dropping the
-  // completion would leave a user coroutine blocked forever.
+  spin_lock(&p->ring_lock);
+  if (p->ring_waiting)
+    flush_locked(p);
+  int put = !p->ring_waiting && ring_space(p->ring);
+  if (put)
+    ring_put(p->ring, cid, result);
+  spin_unlock(&p->ring_lock);
+  if (!put)
+    ring_hold(p, cid, result);
+  uintr_post(t);
+}
+
+// No space: the completion waits in the kernel. If even its small record
+// cannot be had, retry: dropping it would leave a user coroutine blocked
+// forever. (The ring may have drained meanwhile; order is kept either way,
+// since the record goes behind any that still wait and flush_locked moves them
+// first.)
+static void ring_hold(struct proc *p, cid_t cid, long result) {
   struct waiting_completion *w;
   while (!(w = kmalloc(sizeof *w)))
     kco_sleep_ms(1);
@@ -84,20 +110,16 @@ void ring_complete(struct thread *t, cid_t cid, long result) {
   w->cid = cid;
   w->result = result;
   spin_lock(&p->ring_lock);
-  flush_locked(p);
-  if (!p->ring_waiting && ring_space(p->ring)) {
-    ring_put(p->ring, cid, result);
-    kfree(w);
-  } else {
-    struct waiting_completion **tail = &p->ring_waiting;   // keep completion order
-    while (*tail)
-      tail = &(*tail)->next;
-    *tail = w;
-    p->ring_overflows++;
-    p->ring->waiting++;
-  }
+  if (p->ring_waiting_tail)
+    p->ring_waiting_tail->next = w;
+  else
+    p->ring_waiting = w;
+  p->ring_waiting_tail = w;
+  p->ring_nwaiting++;
+  p->ring_overflows++;
+  flush_locked(p);               // (the ring may have drained since we looked)
+  p->ring->waiting = p->ring_nwaiting;
   spin_unlock(&p->ring_lock);
-  uintr_post(t);
 }
 
 void ring_release(struct proc *p) {
@@ -107,6 +129,8 @@ void ring_release(struct proc *p) {
     p->ring_waiting = w->next;
     kfree(w);
   }
+  p->ring_waiting_tail = 0;
+  p->ring_nwaiting = 0;
   p->ring = 0;
   spin_unlock(&p->ring_lock);
 }
