@@ -22,10 +22,12 @@
 
 // Saved by user_return/uservec (kernel/uservec.S); offsets are fixed there.
 struct uctx {
-  uint64_t k[15];        // kernel side: ra, sp, s0..s11, tp        (0..112)
-  uint64_t x[32];        // user x0..x31 (x[0] unused)              (120..368)
-  uint64_t pc;           // user pc                                 (376)
+  uint64_t k[4];         // kernel side: ra, sp, s0, tp             (0..24)
+  uint64_t x[32];        // user x0..x31 (x[0] unused)              (32..280)
+  uint64_t pc;           // user pc                                 (288)
 };
+_Static_assert(__builtin_offsetof(struct uctx, x) == 32 && __builtin_offsetof(struct uctx, pc) == 288,
+               "kernel/uservec.S has these offsets");
 #define REG_SP 2
 #define REG_A0 10
 #define REG_A1 11
@@ -136,6 +138,6 @@ void proc_async_register(struct proc *p, struct async_worker *w, cid_t kcid);
 void proc_async_unregister(struct proc *p, struct async_worker *w);
 
 // kernel/uservec.S
-void user_return(struct uctx *uc);
+void user_return(struct uctx *uc);   // only through switcher.c's enter_user (see uservec.S)
 
 #endif

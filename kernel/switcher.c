@@ -39,6 +39,19 @@ static uint32_t take_priority(struct proc *p) {
 
 enum run_end { RUN_BLOCKED, RUN_PREEMPTED, RUN_EXITED };
 
+// Run the thread in U-mode until its next trap (kernel/uservec.S). The call
+// keeps ra, sp, s0 and tp and nothing else: every other register is declared
+// clobbered here, so the compiler saves only the values it needs afterwards.
+static inline __attribute__((always_inline)) void enter_user(struct uctx *uc) {
+  register struct uctx *a0 __asm__("a0") = uc;
+  __asm__ volatile("call user_return"
+                   : "+r"(a0)
+                   :
+                   : "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a1", "a2", "a3", "a4",
+                     "a5", "a6", "a7", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9",
+                     "s10", "s11", "memory");
+}
+
 // The faulting instruction is in stval when the hart reports it; otherwise read
 // it from the process (4 bytes: u-CSR instructions are never compressed).
 static int emulate_illegal(struct thread *t, uint64_t stval) {
@@ -51,6 +64,7 @@ static int emulate_illegal(struct thread *t, uint64_t stval) {
 // Stop thread t for good. The hart leaves p's page table first: if t is the
 // last thread, the process is freed right here.
 static enum run_end stop(struct thread *t, int status) {
+  uintr_leave(t);
   uvm_activate(0);
   thread_stop(t, status);
   return RUN_EXITED;
@@ -71,8 +85,8 @@ static enum run_end run_thread(struct thread *t) {
       ring_flush(t);            // completions that waited for ring space
     uintr_deliver(t);
     TRACE_THREAD(TR_UENTER, t, 0, 0);
-    user_return(&t->uc);
-    uintr_leave(t);
+    enter_user(&t->uc);
+    uintr_trap(t);
     __atomic_store_n(&t->on_hart, -1, __ATOMIC_SEQ_CST);
     uint64_t cause = csr_read(scause), stval = csr_read(stval);
     TRACE_THREAD(TR_UEXIT, t, 0, (long)cause);
@@ -102,8 +116,8 @@ static enum run_end run_thread(struct thread *t) {
         if (exec_best_prio(&kexec) >= my_prio)
           continue;
         break;
-      case SC_BLOCKED:          // t belongs to its kernel coroutine now
-        return RUN_BLOCKED;
+      case SC_BLOCKED:          // t belongs to its kernel coroutine now (dispatch
+        return RUN_BLOCKED;     // called uintr_leave before handing it over)
       case SC_YIELD:            // (my_prio: published at this trap's entry, above)
         if (others_waiting(my_prio))
           return RUN_PREEMPTED;
@@ -138,6 +152,7 @@ static enum run_end run_thread(struct thread *t) {
     // (seen as an instruction page fault in kernel text, about one make test
     // in fifteen).
     if (exec_best_prio(&kexec) <= my_prio) {
+      uintr_leave(t);           // (this switcher may resume on another hart)
       uvm_activate(0);
       kco_yield();
       uvm_activate(p->pagetable);
@@ -150,6 +165,7 @@ static void switcher_main(void *arg) {
   for (;;) {
     struct thread *t = runq_pop_wait();
     if (run_thread(t) == RUN_PREEMPTED) {
+      uintr_leave(t);           // before another hart can take t
       uvm_activate(0);
       thread_make_runnable(t);
       // Kernel work of equal or better priority goes first (round robin among

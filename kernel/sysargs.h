@@ -29,7 +29,13 @@ typedef long (*syscall_fn)(struct thread *t, struct sysargs *sa, int may_block);
 // found out about waiting.
 struct sysargs {                   // (syscall_dispatch sets every field: keep it in step)
   uint64_t nr;
-  uint64_t a[6];
+  // The six arguments: while the call is tried in the trap (dispatch), the
+  // thread's saved a0-a5 themselves; a call that goes on in a kernel
+  // coroutine gets its own copy (args), since the thread's registers move on.
+  // Handlers read sa->a[i] either way. (Copying them on every call cost a
+  // dozen instructions for nothing in the common case.)
+  const uint64_t *a;
+  uint64_t args[6];
   syscall_fn call;                 // its handler, from the call table
   // Set by a call that returns WOULD_BLOCK (may_block = 0), so that a kernel
   // coroutine without a stack of its own can wait for it:

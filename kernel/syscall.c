@@ -434,9 +434,7 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
   // (this is on every system call's path).
   struct sysargs sa;
   sa.nr = a7 & ~(uint64_t)SYS_ASYNC;
-  const uint64_t *x = &t->uc.x[REG_A0];   // six plain copies (a loop or memcpy costs 3x)
-  sa.a[0] = x[0], sa.a[1] = x[1], sa.a[2] = x[2];
-  sa.a[3] = x[3], sa.a[4] = x[4], sa.a[5] = x[5];
+  sa.a = &t->uc.x[REG_A0];       // (args: copied only if the call goes on elsewhere)
   sa.call = 0;
   sa.wq = 0;
   sa.deadline = 0;
@@ -479,6 +477,7 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     // From the moment the worker exists, p may run (and even exit and free its
     // page table) on another hart: stop using its address space here first.
     uvm_activate(0);
+    uintr_leave(t);              // t's N state leaves this hart with it
     thread_set_state(t, T_BLOCKED);
     // The kernel coroutine serves the process, so it runs at the process's
     // priority: a worse fixed priority would let a busy equal or better

@@ -56,7 +56,7 @@ struct worker {                // (syswork_start sets every field: keep it in st
 // 256 bytes at most: one kmalloc class (the next is 512).
 _Static_assert(sizeof(struct worker) <= 256, "struct worker outgrew its kmalloc class");
 // syswork_start sets each field by name: a new field must be set there too.
-_Static_assert(sizeof(struct worker) == 248, "struct worker changed: update syswork_start");
+_Static_assert(sizeof(struct worker) == 256, "struct worker changed: update syswork_start");
 
 // The polling kernel thread of a KMODE_POLLER process.
 struct poller {
@@ -176,12 +176,20 @@ static long attempt(struct worker *w, cid_t waker) {
 // ---- KMODE_COROUTINE: a stackless kernel coroutine per call ----
 static int stackless_poll(void *arg) {
   struct worker *w = arg;
-  if (w->cid && !w->link.kcid)
-    proc_async_register(w->p, &w->link, kco_current());   // so that exit can wake it
   long r = attempt(w, kco_current());
+  if (r == WOULD_BLOCK && w->cid && !w->link.kcid) {
+    // Its first wait: from now on an exit must be able to wake it, so it goes
+    // on p->async_workers. (Not before: a call that completes at its first
+    // poll, the common case, never needs the list.) An exit that walked the
+    // list just before this set `killed` first: look at it again, so that
+    // such an exit's wake is never missed (both sides hold p->lock).
+    proc_async_register(w->p, &w->link, kco_current());
+    if (__atomic_load_n(&w->p->killed, __ATOMIC_SEQ_CST))
+      r = attempt(w, kco_current());   // -EINTR
+  }
   if (r == WOULD_BLOCK)
     return CO_PENDING;
-  if (w->cid)
+  if (w->link.kcid)
     proc_async_unregister(w->p, &w->link);
   finish(w, r);
   return CO_DONE;
@@ -389,6 +397,9 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   w->t = t;
   w->p = p;
   w->sa = *sa;
+  for (int i = 0; i < 6; i++)    // its own copy: t's registers move on
+    w->sa.args[i] = sa->a[i];
+  w->sa.a = w->sa.args;
   w->cid = cid;
   w->prio = prio;
   w->woken = 0;

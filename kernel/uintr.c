@@ -13,7 +13,8 @@
 #include "uvm.h"
 #include "trace.h"
 
-static int native;            // set once at boot, before the other harts start
+int uintr_native_harts;       // set once at boot, before the other harts start
+#define native uintr_native_harts
 
 void uintr_select(int n) { native = n; }
 int uintr_is_native(void) { return native; }
@@ -116,18 +117,6 @@ void uintr_post(struct thread *t) {
   t->ui.post_instret = t0;           // for the delivery-latency benchmarks
   post(t);
   t->ui.post_cost = csr_read(instret) - t0;
-}
-
-void uintr_deliver(struct thread *t) {
-  if (native)
-    uintr_native_enter(t);
-  else
-    uintr_emul_deliver(t);
-}
-
-void uintr_leave(struct thread *t) {
-  if (native)
-    uintr_native_leave(t);
 }
 
 int uintr_illegal(struct thread *t, uint32_t insn) {

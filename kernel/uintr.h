@@ -32,6 +32,8 @@ struct uintr_state {
   uint64_t post_instret;       // instret of the posting hart at the last post
   uint64_t post_cost;          // instructions that post took on its hart (benchmarks)
   int uintc_entry1;            // its entry on the user-interrupt controller + 1; 0: none
+  int loaded;                  // native: its u-CSRs are in the hart it runs on (uintr_leave
+                               // has not run since uintr_deliver); only that hart looks
 };
 
 // At boot, before any hart calls uintr_init_hart: native if every hart has N.
@@ -56,13 +58,39 @@ int uintr_ecall_ret(struct thread *t);
 // Raise a user software interrupt for thread t (from any hart, any kernel coroutine).
 void uintr_post(struct thread *t);
 int uintr_pending(struct thread *t);
+// A thread's N state meets the hart in three steps (native; the emulation
+// needs only the first). They are on every trap's path, so they are inline
+// here and call a backend (uintr_backend.h) only when it has work to do.
+extern int uintr_native_harts;   // set once at boot (uintr_select); read-only after
+void uintr_native_enter(struct thread *t);
+void uintr_native_trap(struct thread *t);
+void uintr_native_leave(struct thread *t);
+void uintr_emul_deliver(struct thread *t);
+
 // Just before t returns to U-mode (interrupts off): make its N state current
 // (emulated: enter its handler if an interrupt is pending and enabled;
-// native: load the u-CSRs and hand over a pending USIP).
-void uintr_deliver(struct thread *t);
-// Just after t trapped out of U-mode (interrupts off): native: save the
-// u-CSRs (a USIP the handler has not taken stays pending). Emulated: nothing.
-void uintr_leave(struct thread *t);
+// native: load the u-CSRs unless they still are in this hart, and hand over
+// a pending USIP).
+static inline void uintr_deliver(struct thread *t) {
+  if (uintr_native_harts)
+    uintr_native_enter(t);
+  else
+    uintr_emul_deliver(t);
+}
+// Just after each trap out of U-mode (interrupts off): native: a USIP the
+// handler has not taken goes back into t's record, where the kernel looks for
+// it. The u-CSRs stay in the hart: most traps return to the same thread.
+static inline void uintr_trap(struct thread *t) {
+  if (uintr_native_harts)
+    uintr_native_trap(t);
+}
+// Before t can run anywhere else or another thread on this hart (it blocks,
+// is preempted, stops, or its switcher yields): native: save the u-CSRs and
+// detach its controller entry from this hart. Idempotent. Emulated: nothing.
+static inline void uintr_leave(struct thread *t) {
+  if (uintr_native_harts)
+    uintr_native_leave(t);
+}
 // An illegal-instruction trap from t: emulate it if it is a u-CSR access or uret.
 // Returns 1 if emulated (pc advanced), 0 if the process really is at fault
 // (always 0 on native harts, where those instructions do not trap).

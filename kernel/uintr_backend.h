@@ -5,13 +5,12 @@
 #include "uintr.h"
 
 // kernel/uintr_emul.c
-void uintr_emul_deliver(struct thread *t);
+// (uintr_emul_deliver and uintr_native_enter/trap/leave are declared in
+// uintr.h, for its inline wrappers.)
 int uintr_emul_illegal(struct thread *t, uint32_t insn);
 int uintr_emul_ecall_ret(struct thread *t);
 
 // kernel/uintr_native.c
 void uintr_native_init_hart(void);
-void uintr_native_enter(struct thread *t);
-void uintr_native_leave(struct thread *t);
 
 #endif
