@@ -12,6 +12,15 @@ struct file *fd_file(struct proc *p, uint64_t fd) {
   return fd < NOFILE ? p->ofile[fd] : 0;
 }
 
+struct file *fd_file_hold(struct proc *p, uint64_t fd) {
+  spin_lock(&p->lock);
+  struct file *f = fd_file(p, fd);
+  if (f)
+    file_dup(f);
+  spin_unlock(&p->lock);
+  return f;
+}
+
 // Threads of a process share its descriptor table: slots are claimed under
 // the process lock.
 int fd_alloc(struct proc *p, struct file *f) {

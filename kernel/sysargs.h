@@ -46,12 +46,22 @@ struct sysargs {                   // (syscall_dispatch sets every field: keep i
   struct file *file;               // or the file (a reference), once a pipe transfer waits
 };
 
+// Is the call being tried in the trap, by the calling thread itself (not by a
+// kernel coroutine that took it over)? Its arguments are then the thread's
+// own registers (see a above).
+static inline int sysargs_in_trap(const struct thread *t, const struct sysargs *sa) {
+  return sa->a == &t->uc.x[REG_A0];
+}
+
 // Drop the references sa holds (kernel/sysargs.c).
 void sysargs_release(struct sysargs *sa);
 
 // Descriptors and user ranges (kernel/sysargs.c).
 struct file;
 struct file *fd_file(struct proc *p, uint64_t fd);
+// The same with a reference of the caller's own (file_close gives it back),
+// taken under the lock close() clears slots under; 0 if fd is not open.
+struct file *fd_file_hold(struct proc *p, uint64_t fd);
 int fd_alloc(struct proc *p, struct file *f);          // fd, or -EMFILE
 int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm);
 

@@ -43,8 +43,19 @@ static long sys_getpid(struct thread *t, struct sysargs *sa, int may_block) {
 static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_write) {
   struct proc *p = t->proc;
   // A transfer that waited holds its file (sa->file): the queue it waits on
-  // must outlive the wait even if the descriptor is closed meanwhile.
-  struct file *f = sa->file ? sa->file : fd_file(p, sa->a[0]);
+  // must outlive the wait even if the descriptor is closed meanwhile. A call
+  // holds its file from the start too (released with sa when it ends), unless
+  // nobody can close the descriptor under it: the calling thread itself, in
+  // the trap, alone in its process. (Without that reference, a close() on
+  // another thread, or by the process while a kernel coroutine runs the call,
+  // could free the file while the call used it.)
+  struct file *f = sa->file;
+  if (!f) {
+    if (sysargs_in_trap(t, sa) && __atomic_load_n(&p->live_threads, __ATOMIC_RELAXED) == 1)
+      f = fd_file(p, sa->a[0]);
+    else
+      f = sa->file = fd_file_hold(p, sa->a[0]);
+  }
   long n = (long)sa->a[2];
   if (!f)
     return -EBADF;
