@@ -125,6 +125,8 @@ $(BUILD)/kernel/initrd.S.o: KCFLAGS += -DINITRD_PATH=\"$(INITRD)\"
 VDSO_SRC := vdso/vdso_table.c vdso/executor.c vdso/stackful.c vdso/switch.S vdso/ces.c
 VDSO_OBJ := $(patsubst %,$(BUILD)/vdso-image/%.o,$(VDSO_SRC))
 VCFLAGS := $(filter-out -Ikernel -Ivdso -Itests/kernel,$(KCFLAGS)) -Iuser -Ivdso -Ikernel
+# (the user processes' copy of the executor too: their switch hot path)
+$(BUILD)/vdso-image/vdso/executor.c.o: VCFLAGS += -fomit-frame-pointer
 $(BUILD)/vdso-image/%.c.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(VCFLAGS) -c $< -o $@

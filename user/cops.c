@@ -32,7 +32,6 @@ struct cops_thread {
 static struct cops_thread main_thread;
 static struct cops_thread helper_threads[MAXTHREADS_ABI];
 static int nhelpers;
-static volatile int running_threads;   // threads inside a coroutine right now
 
 static inline struct cops_thread *me(void) {
   struct cops_thread *t;
@@ -371,7 +370,7 @@ static int run_loop(void) {
         uwait();
         continue;
       }
-      if (nhelpers > 0 || ninflight > 0 || running_threads > 0) {
+      if (nhelpers > 0 || ninflight > 0) {
         // Another thread may still make work (or complete someone's call).
         sleep(1);
         continue;
@@ -392,11 +391,9 @@ static int run_loop(void) {
     *RUNNING_PRIO = c->prio;
     if (others_better(c->prio))
       yield();
-    __atomic_fetch_add(&running_threads, 1, __ATOMIC_SEQ_CST);
     self->cur = c;
     res = c->kind == CO_STACKFUL ? stackful_resume(c->arg) : c->poll(c->arg);
     self->cur = 0;
-    __atomic_fetch_sub(&running_threads, 1, __ATOMIC_SEQ_CST);
     prev = c;
     if (main_done) {
       if (self != &main_thread)
