@@ -71,6 +71,11 @@ uint64_t uintr_recv_page(struct thread *t) {
     }
     // Published last: from here on posts go to the controller.
     __atomic_store_n(&t->ui.uintc_entry1, e + 1, __ATOMIC_SEQ_CST);
+    // t is in this call, its N state possibly still in the hart (uintr.h):
+    // save it now, so that its next entry loads it in full and points the
+    // new entry at the hart. (Without this the entry stayed inactive until
+    // the thread next left the hart, and posts waited in it unseen.)
+    uintr_leave(t);
   }
   return va;
 }
