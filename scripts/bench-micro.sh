@@ -180,9 +180,15 @@ full=$(value yield_resume_fullsave)
   instructions from its last instret reading to the handler. Under `-icount`
   QEMU runs the two harts in turn, and the receiver still spends several
   thousand kernel instructions between the two readings in every round (the
-  minimum of 101 is reported): the receiving hart has not been shown to be free
-  of its own timer tick there, so the receiver share is an upper bound, not yet
-  isolated. The sender's share is exact.
+  minimum of 101 is reported). A kernel trace of the rounds (bootarg `trace`,
+  -smp 2 under `-icount`) shows part of why: QEMU runs the spinning hart
+  without a break until its next timer deadline (5 ms of virtual time), then
+  the sender's hart (write, completion, post), and the receiver resumes with
+  its own timer interrupt pending, so that tick's trap is inside every round's
+  window. The trace's timestamps put tick and handler within about 900
+  instructions of virtual time, against the row's several thousand: the rest
+  is not accounted for yet. The receiver share is an upper bound; the sender's
+  share is exact.
 - A user coroutine switch goes through the vDSO entry table (an indirect call),
   the runtime's critical-section counter, and the executor lock; the kernel's
   own dispatch figure above is the same executor without those.
