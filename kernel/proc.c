@@ -101,13 +101,8 @@ void thread_set_state(struct thread *t, enum thread_state s) {
 }
 
 // ---- run queue ----
-void thread_make_runnable(struct thread *t) {
-  struct proc *p = t->proc;
-  uint32_t prio = prio_of(p);
-  int was_active = active(t->state);
-  if (!was_active)               // before t is queued: once queued it may run, and end, elsewhere
-    __atomic_fetch_add(&p->nactive, 1, __ATOMIC_RELAXED);
-  spin_lock(&runq_lock);
+// (runq_lock held)
+static void rq_push(struct thread *t, uint32_t prio) {
   t->state = T_RUNNABLE;
   t->rq_next = 0;
   if (rq_tail[prio])
@@ -116,6 +111,29 @@ void thread_make_runnable(struct thread *t) {
     rq_head[prio] = t;
   rq_tail[prio] = t;
   rq_bitmap |= 1ULL << prio;
+}
+
+// (runq_lock held, the queue not empty)
+static struct thread *rq_pop_best(void) {
+  uint32_t prio = exec_ctz64(rq_bitmap);
+  struct thread *t = rq_head[prio];
+  rq_head[prio] = t->rq_next;
+  if (!rq_head[prio]) {
+    rq_tail[prio] = 0;
+    rq_bitmap &= ~(1ULL << prio);
+  }
+  t->state = T_RUNNING;
+  return t;
+}
+
+void thread_make_runnable(struct thread *t) {
+  struct proc *p = t->proc;
+  uint32_t prio = prio_of(p);
+  int was_active = active(t->state);
+  if (!was_active)               // before t is queued: once queued it may run, and end, elsewhere
+    __atomic_fetch_add(&p->nactive, 1, __ATOMIC_RELAXED);
+  spin_lock(&runq_lock);
+  rq_push(t, prio);
   spin_unlock(&runq_lock);
   if (!was_active)               // (outside runq_lock; p, not t: procs[] is never freed)
     prio_publish(p);
@@ -131,19 +149,20 @@ static struct thread *runq_pop(void) {
   if (!__atomic_load_n(&rq_bitmap, __ATOMIC_RELAXED))
     return 0;                    // empty: no lock (a waiter re-checks after linking)
   spin_lock(&runq_lock);
-  struct thread *t = 0;
-  if (rq_bitmap) {
-    uint32_t prio = exec_ctz64(rq_bitmap);
-    t = rq_head[prio];
-    rq_head[prio] = t->rq_next;
-    if (!rq_head[prio]) {
-      rq_tail[prio] = 0;
-      rq_bitmap &= ~(1ULL << prio);
-    }
-    t->state = T_RUNNING;
-  }
+  struct thread *t = rq_bitmap ? rq_pop_best() : 0;
   spin_unlock(&runq_lock);
   return t;
+}
+
+struct thread *runq_switch(struct thread *t) {
+  uint32_t prio = prio_of(t->proc);
+  spin_lock(&runq_lock);
+  rq_push(t, prio);              // behind its equals: round robin
+  struct thread *next = rq_pop_best();
+  spin_unlock(&runq_lock);
+  if (next != t)                 // t waits now: an idle switcher may take it
+    waitq_wake_one(&runq_wait);
+  return next;
 }
 
 struct thread *runq_pop_wait(void) {

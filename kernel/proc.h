@@ -112,6 +112,9 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
 void proc_set_init(int pid, int shutdown_on_exit);
 void thread_make_runnable(struct thread *t);
 struct thread *runq_pop_wait(void);        // block the calling stackful coroutine until one is runnable
+// t, running, was preempted: queue it (behind its equals) and take the best
+// runnable thread, in one step: t itself if nothing better or equal waits.
+struct thread *runq_switch(struct thread *t);
 
 uint32_t proc_runq_best(void);              // best priority waiting for a switcher, NPRIO if none
 // Every change of a thread's state goes through here: it keeps p->nactive

@@ -162,16 +162,22 @@ static enum run_end run_thread(struct thread *t) {
 
 static void switcher_main(void *arg) {
   (void)arg;
+  struct thread *next = 0;       // taken from the run queue already (runq_switch)
   for (;;) {
-    struct thread *t = runq_pop_wait();
+    struct thread *t = next ? next : runq_pop_wait();
+    next = 0;
     if (run_thread(t) == RUN_PREEMPTED) {
       uintr_leave(t);           // before another hart can take t
       uvm_activate(0);
-      thread_make_runnable(t);
       // Kernel work of equal or better priority goes first (round robin among
-      // equals); without any, yielding would only come straight back here.
-      if (exec_best_prio(&kexec) <= this_hart()->cur->prio)
+      // equals), with t back in the run queue meanwhile, for any hart to take;
+      // without any, hand t back and take the next thread in one step.
+      if (exec_best_prio(&kexec) <= this_hart()->cur->prio) {
+        thread_make_runnable(t);
         kco_yield();
+      } else {
+        next = runq_switch(t);
+      }
     }
     kco_reprio_self(SWITCHER_PRIO);
   }
