@@ -106,7 +106,7 @@ full=$(value yield_resume_fullsave)
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
       uintr_delivery_local_emulated) what="user interrupt delivery on one hart, emulated: from the kernel's post (uintr_post) to the first instruction of the handler's C function (through the switch back to the process, the injection, and the entry's 17 register saves)" ;;
       uintr_delivery_local_native) what="the same on native N: the hardware enters the handler" ;;
-      uintr_delivery_remote_emulated) what="delivery to a thread spinning in U-mode on the other hart (-smp 2), emulated: the post on the sender (uintr_post: USIP and an SBI IPI) plus, on the receiver, its last instret reading to the handler's first C instruction (the IPI trap, the injection, the entry); minimum of 101 rounds" ;;
+      uintr_delivery_remote_emulated) what="delivery to a thread spinning in U-mode on the other hart (-smp 2), emulated: the post on the sender (uintr_post: USIP and an SBI IPI) plus the instret from the receiver's last reading in its loop to the handler's first C instruction, which under -icount counts both harts (see the notes); minimum of 101 rounds" ;;
       uintr_delivery_remote_native) what="the same on native N with the user-interrupt controller (post: one store to the controller, which raises USIP on the receiver's hart)" ;;
       uintr_post_remote_emulated) what="the sender's share of the row above: uintr_post with the SBI IPI through OpenSBI" ;;
       uintr_post_remote_native) what="the sender's share on native N: uintr_post storing to the user-interrupt controller (no IPI)" ;;
@@ -176,19 +176,21 @@ full=$(value yield_resume_fullsave)
   entry's register saves.
 - `uintr_delivery_remote_*` (two harts) adds the sender's post
   (`uintr_post_remote_*`: USIP and an SBI IPI through OpenSBI when emulated;
-  one store to the user-interrupt controller on native N) and the receiver's
-  instructions from its last instret reading to the handler. Under `-icount`
-  QEMU runs the two harts in turn, and the receiver still spends several
-  thousand kernel instructions between the two readings in every round (the
-  minimum of 101 is reported). A kernel trace of the rounds (bootarg `trace`,
-  -smp 2 under `-icount`) shows part of why: QEMU runs the spinning hart
-  without a break until its next timer deadline (5 ms of virtual time), then
-  the sender's hart (write, completion, post), and the receiver resumes with
-  its own timer interrupt pending, so that tick's trap is inside every round's
-  window. The trace's timestamps put tick and handler within about 900
-  instructions of virtual time, against the row's several thousand: the rest
-  is not accounted for yet. The receiver share is an upper bound; the sender's
-  share is exact.
+  one store to the user-interrupt controller on native N) to the instret
+  difference from the receiver's last reading in its loop to its handler.
+  That difference is not the receiver's own work: under `-icount`, QEMU's
+  RISC-V `instret` (and `cycle`) read the global instruction count, the same
+  for every hart (target/riscv/csr.c, `get_ticks` returns `icount_get()`),
+  and QEMU runs the harts in turn. So the window holds everything both harts
+  executed between the two readings: the receiver is set aside after its last
+  reading, the sender wakes up (a kernel trace shows its IPI, about 52 timer
+  ticks, 5,200 instructions, before its post), writes, completes the read and
+  posts, then the receiver resumes (in some rounds with its own timer tick
+  pending) and enters the handler. The row is a virtual-time latency from the
+  receiver's point of view, not a count of the receiver's instructions; the
+  sender's share is exact (one hart's own path, read on that hart with nothing
+  else running in between). `SMP=2 HART=1 scripts/profile.sh remote_delivery`
+  counts one hart's instructions alone (the plugin counts per vCPU).
 - Where the missed rows go is profiled line by line at the end of this page.
   A getpid is about 90 instructions of register saving and loading (31 user
   registers each way, and the kernel's ra, sp, s0 and tp), 81 of the

@@ -8,6 +8,7 @@
 #   scripts/profile.sh BENCH [ROUNDS]     e.g. scripts/profile.sh async_roundtrip 400
 #   NATIVE=1 scripts/profile.sh ...       on our QEMU with the N extension (make qemu-n)
 #   SMP=2 scripts/profile.sh remote_delivery 400   two harts (counts both)
+#   SMP=2 HART=1 scripts/profile.sh ...   count hart 1 alone (much slower)
 #
 # BENCH is a name `ubench --only` knows (it lists them); what one repetition is
 # depends on the benchmark (async_roundtrip: ROUNDS/4 round trips; the switch
@@ -47,7 +48,7 @@ for k in 1 2; do
   n=$((k * rounds))
   echo "profile: $bench x $n ..." >&2
   timeout 900 "$qemu" -machine virt "${cpu[@]}" -bios "$OPENSBI" -kernel "$BUILD/kernel.elf" \
-    -nographic -smp "${SMP:-1}" -m 256M -icount shift=0,sleep=off -plugin "$plugin,out=$out/prof$k.txt" \
+    -nographic -smp "${SMP:-1}" -m 256M -icount shift=0,sleep=off -plugin "$plugin,out=$out/prof$k.txt${HART:+,hart=$HART}" \
     -append "idle_poll_us=0 user=ubench,--only,$bench,$n" < /dev/null > "$out/run$k.log" 2>&1 || true
   grep -q '^BENCH USER DONE' "$out/run$k.log" ||
     { echo "profile: run $k did not finish; see $out/run$k.log" >&2; exit 1; }

@@ -147,18 +147,17 @@ static void bench_async_roundtrip(void) {
 // submit an async read of an empty pipe (so the interrupt is that thread's).
 // Main, on the first thread and so the other hart, writes the byte: the kernel
 // coroutine that completes the read runs on main's hart and posts the
-// interrupt to the spinning thread. Two harts' instret counters cannot be
-// subtracted, so a round adds the two sides, each counted on its own hart:
-// the post (uintr_post on the sender: raising USIP and the IPI through
-// OpenSBI, or one store to the user-interrupt controller), and on the receiver
-// the instructions from the spinner's last instret reading to the handler's
-// first C instruction (the interrupted loop, the kernel's trap and injection
-// when emulated, the entry stub).
-// Under -icount QEMU runs the harts in turn and sets the spinning hart aside
-// only at a timer deadline; when that is the spinning hart's own tick, the
-// tick's trap (thousands of instructions) falls inside the round too. So the
-// row is the minimum over the rounds, the path with nothing else in it (the
-// median and maximum are printed beside it).
+// interrupt to the spinning thread. A round adds the post (uintr_post on the
+// sender, counted on the sender: raising USIP and the IPI through OpenSBI, or
+// one store to the user-interrupt controller) to the instret difference from
+// the spinner's last reading to the handler's first C instruction. Under
+// -icount, QEMU's instret is one global instruction count for all harts,
+// which it runs in turn: that difference also holds what the sender's hart
+// ran meanwhile (waking up, the write, the completion, the post), and the
+// receiver's own timer tick when it resumes with one pending. So the row is
+// a latency in virtual instructions seen from the receiver, not the
+// receiver's own work; it is the minimum over the rounds (the median and
+// maximum are printed beside it).
 #define REMOTE_ROUNDS (N / 20 + 1)   // odd: a middle value
 static int rp2[2], go[2], done[2];
 static volatile int remote_rounds;
