@@ -106,7 +106,7 @@ full=$(value yield_resume_fullsave)
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
       uintr_delivery_local_emulated) what="user interrupt delivery on one hart, emulated: from the kernel's post (uintr_post) to the first instruction of the handler's C function (through the switch back to the process, the injection, and the entry's 17 register saves)" ;;
       uintr_delivery_local_native) what="the same on native N: the hardware enters the handler" ;;
-      uintr_delivery_remote_emulated) what="delivery to a thread spinning in U-mode on the other hart (-smp 2), emulated: the post on the sender (uintr_post: USIP and an SBI IPI) plus the instret from the receiver's last reading in its loop to the handler's first C instruction, which under -icount counts both harts (see the notes); minimum of 101 rounds" ;;
+      uintr_delivery_remote_emulated) what="delivery to a thread spinning in U-mode on the other hart (-smp 2), emulated: from the sender's post (uintr_post: USIP and an SBI IPI) to the receiver's handler's first C instruction, on QEMU's global instruction clock (see the notes); minimum of 101 rounds" ;;
       uintr_delivery_remote_native) what="the same on native N with the user-interrupt controller (post: one store to the controller, which raises USIP on the receiver's hart)" ;;
       uintr_post_remote_emulated) what="the sender's share of the row above: uintr_post with the SBI IPI through OpenSBI" ;;
       uintr_post_remote_native) what="the sender's share on native N: uintr_post storing to the user-interrupt controller (no IPI)" ;;
@@ -174,23 +174,24 @@ full=$(value yield_resume_fullsave)
   instruction of the handler's C function, on one hart: the rest of the kernel
   work that made the completion, the switch back to the process, and the
   entry's register saves.
-- `uintr_delivery_remote_*` (two harts) adds the sender's post
-  (`uintr_post_remote_*`: USIP and an SBI IPI through OpenSBI when emulated;
-  one store to the user-interrupt controller on native N) to the instret
-  difference from the receiver's last reading in its loop to its handler.
-  That difference is not the receiver's own work: under `-icount`, QEMU's
-  RISC-V `instret` (and `cycle`) read the global instruction count, the same
-  for every hart (target/riscv/csr.c, `get_ticks` returns `icount_get()`),
-  and QEMU runs the harts in turn. So the window holds everything both harts
-  executed between the two readings: the receiver is set aside after its last
-  reading, the sender wakes up (a kernel trace shows its IPI, about 52 timer
-  ticks, 5,200 instructions, before its post), writes, completes the read and
-  posts, then the receiver resumes (in some rounds with its own timer tick
-  pending) and enters the handler. The row is a virtual-time latency from the
-  receiver's point of view, not a count of the receiver's instructions; the
-  sender's share is exact (one hart's own path, read on that hart with nothing
-  else running in between). `SMP=2 HART=1 scripts/profile.sh remote_delivery`
-  counts one hart's instructions alone (the plugin counts per vCPU).
+- `uintr_delivery_remote_*` (two harts) is the latency from the sender's post
+  to the receiver's handler. The two readings are on different harts and can
+  be subtracted only because, under `-icount`, QEMU's RISC-V `instret` (and
+  `cycle`) read one global instruction count for all harts
+  (target/riscv/csr.c: `get_ticks` returns `icount_get()`). QEMU also runs
+  the harts in turn, so the latency holds what the sender runs after its post
+  until it stops (the rest of the kernel coroutine, the return to its
+  process, its next blocking read, idling), and only then the receiver's
+  resume and handler entry: it is a latency in virtual instructions under
+  QEMU's round-robin, not the receiver's own work, and on parallel hardware
+  it would be much shorter. `uintr_post_remote_*` is the sender's own part
+  (USIP and an SBI IPI through OpenSBI when emulated; one store to the
+  user-interrupt controller on native N), counted on the sender with nothing
+  else in between. Before this was understood the row was the receiver's
+  last loop reading to its handler plus the post (ubench still prints it):
+  that window also holds the sender's wake-up and write, about 5,200
+  instructions by a kernel trace. `SMP=2 HART=1 scripts/profile.sh
+  remote_delivery` counts one hart's instructions alone.
 - Where the missed rows go is profiled line by line at the end of this page.
   A getpid is about 90 instructions of register saving and loading (31 user
   registers each way, and the kernel's ra, sp, s0 and tp), 81 of the

@@ -422,10 +422,14 @@ int cops_alloc_cpu(int n) {
     uint32_t lanes = (uint32_t)nhelpers + 2;
     t->lane = (uint32_t)(nhelpers + 1) % EXEC_MAX_LANES;
     V->exec_set_lanes(EX, lanes < EXEC_MAX_LANES ? lanes : EXEC_MAX_LANES);
-    int tid = uthread_create(helper_entry, t);
-    if (tid < 0)
-      break;
+    // Counted before it starts: its run_loop, finding nothing ready at once,
+    // must know that other threads exist (or it would call it a deadlock).
     nhelpers++;
+    int tid = uthread_create(helper_entry, t);
+    if (tid < 0) {
+      nhelpers--;
+      break;
+    }
   }
   return made;
 }
