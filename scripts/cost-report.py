@@ -41,7 +41,7 @@ import tempfile
 # (category, sub-category, image, file regex or None, symbol regex or None).
 # image "*" matches any image. Order matters: the first matching rule wins.
 RULES = [
-    ("other", "copies & memory", "*", None, r"^(memcpy|memmove|memset|memcmp|strlen|strcmp|strncmp)$"),
+    ("other", "copies & memory", "*", None, r"^(memcpy|mem_copy|memmove|memset|memcmp|strlen|strcmp|strncmp)$"),
     ("matrix", "matrix work", "user", r"^user/matrix_proto\.c$", None),
     ("tcpip", "TCP/IP", "kernel", r"/lwip-[0-9.]+/", None),
     ("tcpip", "TCP/IP", "kernel", r"^net/(netif|net|port)\.c$", None),

@@ -49,8 +49,9 @@ declare -A HOST_SRCS=(
   [test_initrd]="kernel/initrd.c tests/host/test_initrd.c"
   [test_matrix_proto]="user/matrix_proto.c tests/host/test_matrix_proto.c"
   [test_nmodel]="kernel/nmodel.c tests/host/test_nmodel.c"
+  [test_memcopy]="tests/host/test_memcopy.c"
 )
-for t in test_executor test_ces test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel; do
+for t in test_executor test_ces test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel test_memcopy; do
   bin=$BUILD/host/$t
   if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
     fail "host/$t" "does not build (see $LOGS/$t.build.log)"
