@@ -104,8 +104,9 @@ meta="Produced by \`make bench-cost\` (scripts/bench-cost.sh) on $(date -u +%F):
   head -1 | sed 's/QEMU emulator version //'), machine virt, \`-smp 1\`, 256 MiB,
 \`-icount shift=0\`, matrixd in each model with $CONNS connections in a closed loop (\`mclient -i 0\`),
 ${SIZE}x${SIZE} matrices, every answer checked; runs of $K1 and $K2 requests per connection
-subtracted ($((CONNS * (K2 - K1))) requests). Host CPU: ${cpu:-unknown} (the counts do not depend on it
-beyond the order in which the host delivers packets)."
+subtracted ($((CONNS * (K2 - K1))) requests). Host CPU: ${cpu:-unknown}. The counts do not depend on the host's speed, but its packet
+timing changes how many segments and acknowledgements a request takes: two runs differ by a
+few per cent, the TCP/IP row most."
 python3 scripts/cost-report.py report --symbols "$DIR/symbols.tsv" --doc "$OUT" "${png[@]}" \
   --meta "$meta" "${runs[@]}" || status=1
 echo "bench-cost: wrote $OUT" >&2
