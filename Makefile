@@ -3,6 +3,8 @@
 #   make qemu         boot the kernel on QEMU virt (SMP=, MEM=, ARGS= to change)
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
+#   make bench-cost   guest instructions per matrixd request: matrix work, TCP/IP, the rest
+#                     (-icount, profiler plugin) -> docs/results/cost.md
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
 #                     (about 15 minutes; QUICK=1: about 5, fewer points)
 #   make bench-smp    spinlock / FIFO hand-off / CES mutex at 1, 2, 4 harts (no
@@ -89,7 +91,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-micro bench-smp eval trace clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-micro bench-smp eval trace clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -166,6 +168,11 @@ bench-smp: $(KERNEL)
 
 bench: $(KERNEL) client
 	@bash scripts/bench-net.sh
+
+# Instructions per matrixd request by category (needs the QEMU source for the
+# profiler plugin: make qemu-n) -> docs/results/cost.md
+bench-cost: $(KERNEL) client qemu-n
+	@bash scripts/bench-cost.sh
 
 QUICK ?= 0
 eval: $(KERNEL) client

@@ -1,6 +1,7 @@
 // The few libc functions the kernel needs, written plainly. The compiler may
 // emit calls to memset/memcpy on its own, so these names must exist.
 #include "klib.h"
+#include "memcopy.h"
 
 void *memset(void *dst, int c, size_t n) {
   unsigned char *d = dst;
@@ -16,18 +17,7 @@ void *memset(void *dst, int c, size_t n) {
   return dst;
 }
 
-void *memcpy(void *dst, const void *src, size_t n) {
-  unsigned char *d = dst;
-  const unsigned char *s = src;
-  if ((((uintptr_t)d | (uintptr_t)s | n) & 7) == 0) {   // aligned: 8 bytes at a time
-    for (; n; n -= 8, d += 8, s += 8)
-      *(uint64_t *)(void *)d = *(const uint64_t *)(const void *)s;
-    return dst;
-  }
-  while (n--)
-    *d++ = *s++;
-  return dst;
-}
+void *memcpy(void *dst, const void *src, size_t n) { return mem_copy(dst, src, n); }
 
 void *memmove(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;

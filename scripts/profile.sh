@@ -25,17 +25,7 @@ case $bench in
   stackless_switch|stackful_switch|process_switch|thread_switch) per=$((2 * rounds)) ;;
   *) per=$rounds ;;
 esac
-plugin=$BUILD/host/insnprof.so
-header=$BUILD/qemu-n/src/include/qemu/qemu-plugin.h
-if [ ! -f "$header" ]; then
-  echo "profile: no $header: run 'make qemu-n' first (it fetches the QEMU source)" >&2
-  exit 1
-fi
-if [ ! -f "$plugin" ] || [ scripts/host/insnprof.c -nt "$plugin" ]; then
-  mkdir -p "$BUILD/host"
-  gcc -shared -fPIC -O2 -Wall -Wextra -Werror $(pkg-config --cflags glib-2.0) \
-    -I"$(dirname "$header")" scripts/host/insnprof.c -o "$plugin" $(pkg-config --libs glib-2.0)
-fi
+plugin=$(build_insnprof)
 qemu=qemu-system-riscv64
 cpu=()
 if [ "${NATIVE:-0}" = 1 ]; then

@@ -81,6 +81,17 @@ kill_leftovers() {
   return 0
 }
 
+# no_leftovers NAME: nothing this run started is still alive (status 0); or
+# say what was, as NAME, end it, and return 1. A benchmark's last step.
+no_leftovers() {
+  local left
+  left=$(leftover_processes)
+  [ -z "$left" ] && return 0
+  echo "$1: processes left running (now stopped): $left" >&2
+  kill_leftovers
+  return 1
+}
+
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -112,4 +123,25 @@ halt_qemu() {
   [ -n "$QPID" ] && kill "$QPID" 2> /dev/null
   [ -n "$QPID" ] && wait "$QPID" 2> /dev/null
   QPID=
+}
+
+# build_insnprof: build the instruction-counting plugin (scripts/host/insnprof.c)
+# if it is missing or older than its source, and print its path. It compiles
+# against qemu-plugin.h from the QEMU source that `make qemu-n` fetches; fails
+# (status 1, a message on stderr) without it.
+build_insnprof() {
+  local plugin=$BUILD/host/insnprof.so
+  local header=$BUILD/qemu-n/src/include/qemu/qemu-plugin.h
+  if [ ! -f "$header" ]; then
+    echo "insnprof: no $header: run 'make qemu-n' first (it fetches the QEMU source)" >&2
+    return 1
+  fi
+  if [ ! -f "$plugin" ] || [ scripts/host/insnprof.c -nt "$plugin" ]; then
+    mkdir -p "$BUILD/host"
+    # shellcheck disable=SC2046 # pkg-config prints several options
+    gcc -shared -fPIC -O2 -Wall -Wextra -Werror $(pkg-config --cflags glib-2.0) \
+      -I"$(dirname "$header")" scripts/host/insnprof.c -o "$plugin" $(pkg-config --libs glib-2.0) >&2 ||
+      return 1
+  fi
+  echo "$plugin"
 }

@@ -2,8 +2,8 @@
 # Coral's whole test suite, as run by `make test` (and by CI through .ci/run):
 #   1. host unit tests (native gcc, ASan + UBSan): executor, CES mutex, allocators, DTB parser,
 #      ELF and initrd readers, matrix protocol, the N-extension model; the host
-#      client against a host server; make eval's report generator and the
-#      trace converter on fixtures;
+#      client against a host server; make eval's report generator, make
+#      bench-cost's report and the trace converter on fixtures;
 #      hw/ (RTL lint, differential test against
 #      kernel/nmodel.c, planted bugs: scripts/hw-test.sh)
 #   2. kernel tests inside QEMU on 1, 2, 4 and 8 harts (tests/kernel/, bootargs test=all)
@@ -49,8 +49,9 @@ declare -A HOST_SRCS=(
   [test_initrd]="kernel/initrd.c tests/host/test_initrd.c"
   [test_matrix_proto]="user/matrix_proto.c tests/host/test_matrix_proto.c"
   [test_nmodel]="kernel/nmodel.c tests/host/test_nmodel.c"
+  [test_memcopy]="tests/host/test_memcopy.c"
 )
-for t in test_executor test_ces test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel; do
+for t in test_executor test_ces test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel test_memcopy; do
   bin=$BUILD/host/$t
   if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
     fail "host/$t" "does not build (see $LOGS/$t.build.log)"
@@ -84,6 +85,10 @@ grep -q "^PASS repo/check-repo-clean-tree-passes" "$LOGS/repo-selftest.log" || f
 BUILD=$BUILD bash tests/eval/test-eval-report.sh > "$LOGS/eval-report.log" 2>&1
 tally "" "$LOGS/eval-report.log" "PASS " "FAIL "
 grep -q "^PASS eval/report" "$LOGS/eval-report.log" || fail "eval/run" "no result (see $LOGS/eval-report.log)"
+# make bench-cost's category mapping and report on a fixed fixture (no QEMU)
+BUILD=$BUILD bash tests/cost/test-cost-report.sh > "$LOGS/cost-report.log" 2>&1
+tally "" "$LOGS/cost-report.log" "PASS " "FAIL "
+grep -q "^PASS cost/report" "$LOGS/cost-report.log" || fail "cost/run" "no result (see $LOGS/cost-report.log)"
 # the scheduler timeline's host converter on fixed traces (no QEMU)
 BUILD=$BUILD bash tests/trace/test-trace.sh > "$LOGS/trace.log" 2>&1
 tally "" "$LOGS/trace.log" "PASS " "FAIL "

@@ -3,6 +3,7 @@
 // umalloc.c (the heap) and uthread.c (threads); all sit on the system calls in
 // usys.S and are declared in ulib.h. Written for clarity over speed.
 #include "ulib.h"
+#include "memcopy.h"
 
 // GCC recognises loops that copy or clear memory and may replace them with a
 // call to memcpy/memset, which inside memcpy/memset itself would recurse
@@ -58,13 +59,8 @@ NO_LIBCALL void *memset(void *dst, int c, size_t n) {
   return dst;
 }
 
-NO_LIBCALL void *memcpy(void *dst, const void *src, size_t n) {
-  unsigned char *d = dst;
-  const unsigned char *s = src;
-  while (n-- > 0)
-    *d++ = *s++;
-  return dst;
-}
+// Word-wise (kernel/memcopy.h): matrixd copies every request's 225 values.
+void *memcpy(void *dst, const void *src, size_t n) { return mem_copy(dst, src, n); }
 
 NO_LIBCALL void *memmove(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;
