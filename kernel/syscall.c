@@ -277,7 +277,8 @@ static long sys_uptime(struct thread *t, struct sysargs *sa, int may_block) {
 // baseline caught one of those found "3 pages and one object" changed at the
 // end. So wait until this switcher is the only coroutine running, none is
 // ready and no thread waits for a hart: then nothing is in flight.
-static void wait_quiet(struct proc *p) {
+static void wait_quiet(struct thread *t) {
+  struct proc *p = t->proc;
   uint64_t until = rdtime() + board.timebase_hz;   // 1 s at most: a safety net
   uint32_t prio = this_hart()->cur->prio;
   for (;;) {
@@ -290,6 +291,7 @@ static void wait_quiet(struct proc *p) {
     // run): at the worst priority, and off p's page table, as the switcher
     // yields. Then pause before the next look: it takes the executor's lock.
     kco_reprio_self(NPRIO_DEFAULT - 1);
+    uintr_leave(t);              // (this switcher may resume on another hart)
     uvm_activate(0);
     kco_yield();
     uvm_activate(p->pagetable);
@@ -310,7 +312,7 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     what &= ~(uint64_t)KSTAT_QUIET;
     if (what == 0 || what >= KSTAT_COUNT)
       return -EINVAL;
-    wait_quiet(p);
+    wait_quiet(t);
   }
   switch (what) {
   case KSTAT_FREE_PAGES:
