@@ -32,8 +32,8 @@ struct uintr_state {
   uint64_t post_instret;       // instret of the posting hart at the last post
   uint64_t post_cost;          // instructions that post took on its hart (benchmarks)
   int uintc_entry1;            // its entry on the user-interrupt controller + 1; 0: none
-  int loaded;                  // native: its u-CSRs are in the hart it runs on (uintr_leave
-                               // has not run since uintr_deliver); only that hart looks
+  int loaded;                  // native: 1 + the hart whose u-CSRs are t's (uintr_deliver
+                               // loaded them, uintr_leave not yet run); 0: in this record
 };
 
 // At boot, before any hart calls uintr_init_hart: native if every hart has N.

@@ -26,6 +26,7 @@
 #include "hart.h"
 #include "riscv.h"
 #include "uintc.h"
+#include "printf.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)       // expands num first: the asm sees the number
@@ -51,11 +52,16 @@ static inline void hand_over_posted(struct nm_hart *n) {
 
 void uintr_native_enter(struct thread *t) {
   struct nm_hart *n = &t->ui.n;
+  int here = (int)this_hart()->index + 1;
   if (t->ui.loaded) {                  // still here since the last trap
+    // A switcher that moved to another hart without uintr_leave would run t
+    // with another hart's u-CSRs: a kernel bug, reported rather than run.
+    if (t->ui.loaded != here)
+      kpanic("uintr: thread %d's u-CSRs are on hart %d, not %d", t->tid, t->ui.loaded - 1, here - 1);
     hand_over_posted(n);
     return;
   }
-  t->ui.loaded = 1;
+  t->ui.loaded = here;
   UCSR_WRITE(NM_CSR_UTVEC, n->utvec);
   UCSR_WRITE(NM_CSR_USCRATCH, n->uscratch);
   UCSR_WRITE(NM_CSR_UEPC, n->uepc);
