@@ -70,10 +70,17 @@ static void test_slow_path(void) {
 }
 
 // ---- async sleeps complete in deadline order ----
+// Three sleeps of 60, 20 and 40 ms, submitted one after another, complete in
+// the order of their deadlines (submission time + length). The deadlines are
+// what is compared, not the lengths: on a busy host the guest can be set
+// aside for many milliseconds between two submissions (the guest clock goes
+// on meanwhile), which once made the 60 ms sleep's deadline come first.
 static int order[3], norder;
+static long deadline[3];
 static const int sleep_ms[3] = { 60, 20, 40 };
 static void sleeper(void *arg) {
   int i = (int)(long)arg;
+  deadline[i] = uptime() + sleep_ms[i];
   long r = cops_async(SYS_sleep, sleep_ms[i], 0, 0);
   if (r == 0)
     order[norder++] = i;
@@ -88,7 +95,15 @@ static void test_sleep_order(void) {
     cops_spawn_stackful(sleeper, (void *)(long)i, 3);
   while (norder < 3)
     cops_block();
-  check("sleep-order", order[0] * 100 + order[1] * 10 + order[2], 120);
+  // In deadline order; deadlines within a millisecond of each other (uptime's
+  // resolution) may come either way.
+  int in_order = 1;
+  for (int k = 1; k < 3; k++)
+    in_order &= deadline[order[k - 1]] <= deadline[order[k]] + 1;
+  if (!in_order)
+    printf("asynctest: completion order %d %d %d, deadlines %ld %ld %ld\n", order[0], order[1],
+           order[2], deadline[0] - t0, deadline[1] - t0, deadline[2] - t0);
+  check("sleep-order", in_order, 1);
   check("sleep-took-long-enough", uptime() - t0 >= 60, 1);
 }
 
@@ -170,6 +185,7 @@ static uint64_t mix_result(const struct mix *m) {
 
 static void test_untouched(void) {
   uint64_t taken = cops_uintr_count();
+  long posted0 = kstat(KSTAT_UINTR_POSTED);
   ticker_done = 0;
   cops_spawn_stackful(ticker, 0, 3);
   cops_yield();
@@ -186,11 +202,15 @@ static void test_untouched(void) {
   for (long i = 0; i < chunks; i++)
     compute_chunk(&q, i);
   check("untouched-ticker-finished", ticker_done, 1);
-  // Each sleep completes while main computes, and the ticker has one call in
-  // flight at a time, so each completion is one entry of the handler.
-  if (arrived < TICKS)
-    printf("asynctest: %lu user interrupts during %ld chunks\n", (unsigned long)arrived, chunks);
-  check("untouched-interrupts-arrived", arrived >= TICKS, 1);
+  // The ticker has one call in flight at a time, so each interrupt posted for
+  // it is one entry of the handler while main computes. (Counted by posts, not
+  // by TICKS: a 2 ms sleep completes at once, with no interrupt, if the host
+  // sets the guest aside for 2 ms during its submission, as a busy host did.)
+  long posted = kstat(KSTAT_UINTR_POSTED) - posted0;
+  if (arrived < (uint64_t)posted || posted < 1)
+    printf("asynctest: %lu handler entries for %ld posts during %ld chunks\n",
+           (unsigned long)arrived, posted, chunks);
+  check("untouched-interrupts-arrived", arrived >= (uint64_t)posted && posted >= 1, 1);
   check("untouched-same-result", with_interrupts == mix_result(&q), 1);
 }
 
