@@ -46,7 +46,8 @@ void sysargs_release(struct sysargs *sa);
 // Descriptors and user ranges (kernel/sysargs.c).
 struct file;
 struct file *fd_file(struct proc *p, uint64_t fd);
-int fd_alloc(struct proc *p, struct file *f);          // fd, or -EMFILE
+int fd_alloc(struct proc *p, struct file *f);          // fd, or -EMFILE / -ENOMEM
+struct file *fd_take(struct proc *p, uint64_t fd);     // empty the slot: its file (the caller's now) or 0
 int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm);
 
 // The socket calls (kernel/sys_net.c).
