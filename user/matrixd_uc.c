@@ -193,6 +193,7 @@ static void receiver(void *arg) {
       break;
     }
   }
+  md_stack_note(0);
   conn_put(c);
 }
 
@@ -207,6 +208,7 @@ static void handler(void *arg) {
     q_put(&c->txq, m);
   }
   q_close(&c->txq);
+  md_stack_note(1);
   conn_put(c);
 }
 
@@ -237,6 +239,7 @@ static void sender(void *arg) {
   // Everything queued is sent (or the connection died): close it. Graceful
   // ends come here with the receiver and handler already gone.
   c->dying = 1;
+  md_stack_note(2);
   conn_put(c);
 }
 
@@ -259,10 +262,11 @@ static struct uconn *conn_new(int fd, long index) {
   conns = c;
   md_count(&md_tot.open, 1);
   static void (*const parts[3])(void *) = { receiver, handler, sender };
+  static const size_t stacks[3] = { MD_STACK_RECEIVER, MD_STACK_HANDLER, MD_STACK_SENDER };
   // The acceptor does not block between these spawns, so none of the new
   // coroutines runs before refs and the cids are all set.
   for (int i = 0; i < 3; i++) {
-    int64_t cid = cops_spawn_stackful(parts[i], c, (uint32_t)c->prio);
+    int64_t cid = cops_spawn_stackful_sized(parts[i], c, (uint32_t)c->prio, stacks[i]);
     if (cid < 0) {
       c->dying = 1;        // the ones that exist see it, end, and free it
       break;
@@ -282,6 +286,10 @@ static void acceptor(void *arg) {
   int complained = 0;
   for (;;) {
     long fd = cops_async(SYS_accept, lfd, 0, 0);
+    if (fd == -EMFILE) {
+      md_count(&md_tot.refused, 1);          // the kernel reset it: no descriptor
+      continue;
+    }
     if (fd < 0) {
       if (!complained++)
         md_log("matrixd: accept failed: %ld %s (retrying)\n", fd, errname(fd));

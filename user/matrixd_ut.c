@@ -237,6 +237,10 @@ static int acceptor(void *arg) {
   int complained = 0;
   for (;;) {
     int fd = accept(lfd);
+    if (fd == -EMFILE) {
+      md_count(&md_tot.refused, 1);          // the kernel reset it: no descriptor
+      continue;
+    }
     if (fd < 0) {
       if (!complained++)
         md_log("matrixd: accept failed: %d %s (retrying)\n", fd, errname(fd));
