@@ -80,7 +80,7 @@
 #define KSTAT_RING_OVERFLOWS 7   // completions that waited in the kernel for ring space
 #define KSTAT_SOCKETS 8          // sockets open in the whole kernel (listening + connections)
 #define KSTAT_TCP_PCBS 9         // lwIP TCP control blocks alive (including TIME_WAIT)
-#define KSTAT_CACHE_BYTES 10     // of KSTAT_KMALLOC_BYTES: caches that grow once and stay (executor slots, timer heaps)
+#define KSTAT_CACHE_BYTES 10     // of KSTAT_KMALLOC_BYTES: caches that grow once and stay (executor slots, timer heaps, descriptor tables)
 #define KSTAT_CACHE_OBJECTS 11   // of KSTAT_KMALLOC_OBJECTS: the same caches
 #define KSTAT_ZOMBIES 12         // the caller's children that have exited and wait to be reaped
 #define KSTAT_UINTR_POST_INSTRET 13  // the posting hart's instret at the caller's last user interrupt post (benchmarks)

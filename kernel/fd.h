@@ -33,6 +33,8 @@ struct file *fdt_take(struct fdtable *t, uint64_t fd);   // clear the slot; its 
 struct file *fdt_lookup(struct fdtable *t, uint64_t fd);
 // Give back the chunks (every slot must be empty: fdt_take them first).
 void fdt_release(struct fdtable *t);
+// Add the chunks of every table to *bytes and *objects (kstat KSTAT_CACHE_*).
+void fdt_caches(uint64_t *bytes, uint64_t *objects);
 // Set the per-process limit (boot argument nofile=N), clamped to [4, NOFILE_MAX].
 void fdt_set_limit(long n);
 int fdt_limit(void);

@@ -339,6 +339,7 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
   case KSTAT_CACHE_OBJECTS: {
     uint64_t bytes, objects;
     kernel_caches(&bytes, &objects);
+    fdt_caches(&bytes, &objects);
     return (long)(what == KSTAT_CACHE_BYTES ? bytes : objects);
   }
   default:
