@@ -1,7 +1,7 @@
 // matrixd: the matrix-echo server of the COPS evaluation (paper section 5).
 //
 //   matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod]
-//           [-c max_conns] [-q] [-S]
+//           [-c max_conns] [-q] [-S] [-R N]
 //
 //   -m  the model (below; default kcuc)        -p  the TCP port (80)
 //   -n  the largest n accepted (32, at most MP_MAX_N_LIMIT)
@@ -13,6 +13,9 @@
 //       may lower it); more are accepted and closed at once ("refused"). The
 //       kernel's descriptor limit is bootargs nofile=N (kstat KSTAT_NOFILE).
 //   -q  print only the lines below (no warnings).
+//   -R N  print "matrixd: open=C free_pages=F kmalloc_bytes=B heap_bytes=H"
+//       at start (C = 0) and whenever C, the connections open, reaches a
+//       multiple of N (scripts/bench-conn.sh: memory per connection).
 //   -S  measure the UC models' coroutine stacks: each idle line is followed by
 //       "matrixd: stack peak receiver=B handler=B sender=B of R/H/S bytes".
 //
@@ -46,7 +49,7 @@ static const char *const model_names[] = { "KCUC", "KCUT", "KTUT", "KTUC" };
 
 static void usage(void) {
   fprintf(STDERR, "usage: matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod] "
-                  "[-c max_conns] [-q] [-S]\n");
+                  "[-c max_conns] [-q] [-S] [-R N]\n");
 }
 
 static int lower_eq(const char *a, const char *b) {
@@ -117,6 +120,11 @@ static int parse_args(int argc, char **argv) {
         md_cfg.prio_mod = 1;
       else
         return -1;
+      break;
+    case 'R':
+      if ((x = number(v, 1, NOFILE_MAX)) < 0)
+        return -1;
+      md_cfg.report_every = x;
       break;
     case 'c':
       if ((x = number(v, 1, NOFILE_MAX)) < 0)

@@ -30,6 +30,7 @@ struct md_config {
   int max_conns;      // -c: more are accepted and closed at once
   int quiet;          // -q: only the lines tests parse
   int stack_report;   // -S: measure the coroutines' stacks, report with each idle line
+  long report_every;  // -R N: report memory at every N-th connection open at once
 };
 extern struct md_config md_cfg;
 
@@ -85,6 +86,13 @@ void md_kstat_read(struct md_kstat *k);
 int md_kstat_at_baseline(const struct md_kstat *k);
 void md_print_baseline(void (*nap)(long ms));   // nap: wait without blocking the server
 void md_print_idle(const struct md_kstat *k);
+void md_report_open(long open);
+// A connection opened (accept loops): the -R report when it is due.
+static inline void md_opened(void) {
+  long open = md_get(&md_tot.open);
+  if (md_cfg.report_every && open % md_cfg.report_every == 0)
+    md_report_open(open);
+}
 // The idle wait: at most this long, polling every MD_IDLE_POLL_MS.
 #define MD_IDLE_WAIT_MS 15000
 #define MD_IDLE_POLL_MS 200

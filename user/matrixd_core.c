@@ -41,6 +41,19 @@ void md_print_baseline(void (*nap)(long ms)) {
   }
   printf("matrixd: baseline kmalloc_bytes=%ld kmalloc_objects=%ld sockets=%ld pcbs=%ld\n",
          md_baseline.bytes, md_baseline.objects, md_baseline.sockets, md_baseline.pcbs);
+  if (md_cfg.report_every)
+    md_report_open(0);
+}
+
+// -R: what the machine has left with `open` connections (benchmarks divide
+// the change by the connections: scripts/bench-conn.sh).
+void md_report_open(long open) {
+  static long heap0;
+  long heap = brk(0);
+  if (!heap0)
+    heap0 = heap;
+  printf("matrixd: open=%ld free_pages=%ld kmalloc_bytes=%ld heap_bytes=%ld\n", open,
+         kstat(KSTAT_FREE_PAGES), kstat(KSTAT_KMALLOC_BYTES), heap - heap0);
 }
 
 void md_print_idle(const struct md_kstat *k) {

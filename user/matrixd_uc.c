@@ -307,6 +307,7 @@ static void acceptor(void *arg) {
       continue;
     }
     md_count(&md_tot.conns, 1);
+    md_opened();
     if (watchdog_parked)
       cops_wake(watchdog_cid);
   }

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# make bench-conn: ten thousand connections to matrixd in KCUC (issue 14 §3).
+#
+# One boot: KCUC on HARTS harts (1) with MEM (512M) of guest memory, the
+# descriptor limit raised (bootargs nofile=16384) and matrixd reporting memory
+# every REPORT connections (-R). Then, all from the host through QEMU's port
+# forward:
+#   1. ACTIVE (128) connections, one 15x15 request each every 100 ms for DUR
+#      (10) seconds, alone: p99 with no idle connections;
+#   2. IDLE (10,000) more connections set up (--ramp 2: QEMU's forward listens
+#      with a backlog of 1), each asks one request (spread over SPREAD_MS so
+#      the set-up is not a burst) and then holds its connection open;
+#   3. once every one is held (or refused), step 1 again beside them.
+# Every answer is checked by mclient. It prints BENCH lines and writes
+# docs/results/conn.md. Nothing here is typed in: every figure comes from
+# this run's client output and matrixd's -R lines.
+#
+# QEMU's user network (slirp) holds a host descriptor per connection, and so
+# does mclient: the script raises its own `ulimit -n` to the hard limit and
+# stops if that is too low.
+#
+#   scripts/bench-conn.sh        (env: IDLE, ACTIVE, DUR, MEM, HARTS, SPREAD_MS,
+#                                 REPORT, OUT: the results file)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/qemu-lib.sh
+trap 'halt_qemu; [ -n "${IDLEPID:-}" ] && kill "$IDLEPID" 2> /dev/null' EXIT
+
+IDLE=${IDLE:-10000}
+ACTIVE=${ACTIVE:-128}
+DUR=${DUR:-10}
+MEM=${MEM:-512M}
+HARTS=${HARTS:-1}
+SPREAD_MS=${SPREAD_MS:-20000}
+REPORT=${REPORT:-1000}
+OUT=${OUT:-docs/results/conn.md}
+QEMU_LIMIT=${QEMU_LIMIT:-3600}
+LOGS=$BUILD/bench-conn
+MCLIENT=$BUILD/host/mclient
+mkdir -p "$LOGS"
+
+need=$((2 * (IDLE + ACTIVE) + 256))
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -lt "$need" ]; then
+  echo "bench-conn: the hard open-file limit is $hard; $need are needed (QEMU and mclient" \
+       "each hold one per connection): raise it (e.g. in /etc/security/limits.conf)" >&2
+  exit 1
+fi
+ulimit -n "$hard"
+echo "bench-conn: open-file limit $(ulimit -n)" >&2
+
+make -s all client > "$LOGS/build.log" 2>&1 || { echo "bench-conn: build failed ($LOGS/build.log)" >&2; exit 1; }
+
+LOG=$LOGS/qemu.log
+if ! boot_matrixd "$LOG" "$HARTS" "nofile=16384 user=matrixd,-m,kcuc,-c,$((IDLE + ACTIVE + 64)),-R,$REPORT" "$MEM"; then
+  echo "bench-conn: matrixd did not start (see $LOG)" >&2
+  exit 1
+fi
+field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
+log_lines() { tr -d '\r' < "$LOG" | grep "^matrixd: $1"; }
+
+active_run() {   # NAME: ACTIVE connections for DUR s; prints the summary line
+  local out=$LOGS/active-$1.out
+  timeout $((DUR + 600)) "$MCLIENT" -p "$PORT" -c "$ACTIVE" -i 100 -d "$DUR" -n 15 --quiet \
+    --json "$LOGS/active-$1.json" > "$out" 2> "$LOGS/active-$1.err"
+  local rc=$?
+  grep "^mclient: conns=" "$out"
+  return $rc
+}
+
+echo "bench-conn: $ACTIVE active connections alone, ${DUR} s" >&2
+alone=$(active_run alone) || { echo "bench-conn: the active client failed: $alone" >&2; exit 1; }
+
+echo "bench-conn: setting up $IDLE idle connections (each answers one request, then holds)" >&2
+t_setup=$(date +%s)
+timeout 7200 "$MCLIENT" -p "$PORT" -c "$IDLE" -i "$SPREAD_MS" -d 100000 -n 15 --requests 1 --ramp 2 \
+  --allow-refused --quiet --json "$LOGS/idle.json" > "$LOGS/idle.out" 2> "$LOGS/idle.err" &
+IDLEPID=$!
+# The event: "mclient: holding" once every live connection has its answer.
+# The safety net is long: set-up through QEMU's user network is slow.
+while ! grep -q "^mclient: holding" "$LOGS/idle.err"; do
+  if ! kill -0 "$IDLEPID" 2> /dev/null; then
+    echo "bench-conn: the idle client ended early: $(tail -2 "$LOGS/idle.err" "$LOGS/idle.out")" >&2
+    exit 1
+  fi
+  [ $(($(date +%s) - t_setup)) -lt 3600 ] || { echo "bench-conn: set-up not done in an hour" >&2; exit 1; }
+  sleep 1
+done
+setup_s=$(($(date +%s) - t_setup))
+held=$(sed -n 's/^mclient: holding \([0-9]*\) .*/\1/p' "$LOGS/idle.err")
+# The -R line at the largest multiple of REPORT the idle connections reached.
+mem0=$(log_lines "open=0 " | head -1)
+memN=$(log_lines "open=" | tail -1)
+
+echo "bench-conn: $held idle connections held (set-up ${setup_s} s); $ACTIVE active beside them" >&2
+beside=$(active_run beside) || { echo "bench-conn: the active client failed beside the idle ones: $beside" >&2; exit 1; }
+
+kill -INT "$IDLEPID"
+wait "$IDLEPID"
+idle=$(grep "^mclient: conns=" "$LOGS/idle.out")
+IDLEPID=
+halt_qemu
+
+p99_0=$(field p99_us "$alone")
+p99_n=$(field p99_us "$beside")
+ratio=$(python3 -c "print(f'{$p99_n / $p99_0:.2f}')")
+open_n=$(field open "$memN")
+pages=$(( $(field free_pages "$mem0") - $(field free_pages "$memN") ))
+per_conn=$((pages * 4096 / open_n))
+kmalloc_per=$(( ($(field kmalloc_bytes "$memN") - $(field kmalloc_bytes "$mem0")) / open_n ))
+heap_per=$(( ($(field heap_bytes "$memN") - $(field heap_bytes "$mem0")) / open_n ))
+wrong=$(( $(field wrong "$alone") + $(field wrong "$beside") + $(field wrong "$idle") ))
+
+bench() { echo "BENCH name=$1 value=$2 unit=$3"; }
+bench conn_idle_held "$held" connections
+bench conn_idle_refused "$(field refused "$idle")" connections
+bench conn_idle_silent "$(field silent "$idle")" connections
+bench conn_active_p99_alone "$p99_0" us
+bench conn_active_p99_beside_idle "$p99_n" us
+bench conn_active_p99_ratio "$ratio" x
+bench conn_guest_bytes_per_conn "$per_conn" bytes
+bench conn_kmalloc_bytes_per_conn "$kmalloc_per" bytes
+bench conn_user_heap_bytes_per_conn "$heap_per" bytes
+bench conn_wrong_answers "$wrong" answers
+bench conn_setup_seconds "$setup_s" s
+
+cat > "$OUT" <<EOF
+# Ten thousand connections (make bench-conn)
+
+Generated by \`scripts/bench-conn.sh\` on $(date -u +%Y-%m-%d): matrixd in KCUC on
+$HARTS hart(s) with $MEM of guest memory, bootargs \`nofile=16384\`, through QEMU's
+user network from the host. $ACTIVE active connections send a 15x15 matrix every
+100 ms for $DUR s, first alone and then beside $IDLE idle connections (each
+answered one request, then held open). Every answer is checked by mclient.
+
+| | value |
+|---|---|
+| idle connections held open | $held of $IDLE (refused $(field refused "$idle"), silent $(field silent "$idle")) |
+| set-up of the idle connections (--ramp 2) | $setup_s s |
+| active p99, no idle connections | $p99_0 µs |
+| active p99, beside the idle ones | $p99_n µs |
+| ratio (target ≤ 1.5) | $ratio |
+| wrong answers (all three clients) | $wrong |
+| guest memory per connection (free pages) | $per_conn bytes |
+| of which kernel kmalloc | $kmalloc_per bytes |
+| of which matrixd's heap (brk) | $heap_per bytes |
+
+Memory: matrixd's \`-R\` lines, at start and with $open_n connections open
+(free pages are the whole machine's, so they hold the kernel's and matrixd's
+part and the page tables):
+
+\`\`\`
+${mem0#matrixd: }
+${memN#matrixd: }
+\`\`\`
+
+The client lines (p50/p90/p99/max in µs, send to first byte of the answer):
+
+\`\`\`
+alone:        ${alone#mclient: }
+beside idle:  ${beside#mclient: }
+idle:         ${idle#mclient: }
+\`\`\`
+
+Where a connection's bytes go is in docs/ARCHITECTURE.md ("Where a KCUC
+connection's bytes go").
+EOF
+echo "bench-conn: wrote $OUT" >&2
