@@ -138,6 +138,24 @@ int md_more_pending(long asked, long got) { return got >= asked; }
 // A connection's parser holds its buffers (MP_REQ_BYTES(n) + 8 n^2 bytes,
 // 19 KiB at n = 32) only while part of a message is buffered: an idle
 // connection costs none of that (10,000 idle connections would need 190 MiB).
+// They are lent from a pool, not malloc'd each time: freed, they would leave a
+// hole beside every idle connection's other memory, and umalloc's free walks
+// its address-ordered list of holes (it made each request cost O(idle
+// connections)). The pool keeps as many as were ever lent at once.
+struct lent {
+  struct lent *next;                 // while in the pool
+};
+static struct lent *pool;
+static int pool_lock;                // UT models lend from several threads
+
+static void pool_acquire(void) {
+  while (__atomic_exchange_n(&pool_lock, 1, __ATOMIC_ACQUIRE))
+    ;
+}
+static void pool_release(void) { __atomic_store_n(&pool_lock, 0, __ATOMIC_RELEASE); }
+
+static size_t vals_bytes(void) { return (size_t)md_cfg.max_n * (size_t)md_cfg.max_n * sizeof(int64_t); }
+
 int md_parse_init(struct md_parse *ps) {
   ps->buf = 0;
   ps->vals = 0;
@@ -147,30 +165,39 @@ int md_parse_init(struct md_parse *ps) {
 }
 
 static int parse_lend(struct md_parse *ps) {
-  if (ps->buf)
+  if (ps->vals)
     return 0;
-  int n = md_cfg.max_n;
-  ps->buf = malloc(MP_REQ_BYTES(n));
-  ps->vals = malloc((size_t)n * (size_t)n * sizeof(int64_t));
-  if (!ps->buf || !ps->vals) {
-    md_parse_free(ps);
+  pool_acquire();
+  struct lent *l = pool;
+  if (l)
+    pool = l->next;
+  pool_release();
+  // One block: the values (8-byte aligned) first, then the text.
+  int64_t *vals = l ? (int64_t *)l : malloc(vals_bytes() + MP_REQ_BYTES(md_cfg.max_n));
+  if (!vals)
     return -1;
-  }
+  ps->vals = vals;
+  ps->buf = (char *)vals + vals_bytes();
   mp_set_buffers(&ps->p, ps->buf, ps->vals);
   return 0;
 }
 
-// The parser is empty again: give its buffers back.
-static void parse_return(struct md_parse *ps) {
-  if (ps->buf && mp_set_buffers(&ps->p, 0, 0) == 0)
-    md_parse_free(ps);
-}
-
 void md_parse_free(struct md_parse *ps) {
-  free(ps->buf);
-  free(ps->vals);
+  struct lent *l = (struct lent *)ps->vals;
   ps->buf = 0;
   ps->vals = 0;
+  if (!l)
+    return;
+  pool_acquire();
+  l->next = pool;
+  pool = l;
+  pool_release();
+}
+
+// The parser is empty again: give its buffers back.
+static void parse_return(struct md_parse *ps) {
+  if (ps->vals && mp_set_buffers(&ps->p, 0, 0) == 0)
+    md_parse_free(ps);
 }
 
 // The reply to a handshake or a bad message.
