@@ -7,6 +7,15 @@
 // a circular list sorted by address; free() merges a block with free
 // neighbours on either side, so the heap does not crumble into small pieces.
 // Memory is never returned to the kernel.
+//
+// In front of the list, blocks up to QUICK_UNITS (8 KiB) are kept on a LIFO
+// list per exact size when freed, and handed out again from it, in O(1):
+// without them a server with thousands of connections left a small hole
+// beside each one's long-lived blocks (its handshake reply, freed), and every
+// malloc walked past all of them, and every free walked to its place among
+// them (matrixd with 10,000 idle connections spent most of its time there).
+// Blocks on those lists are not merged with their neighbours: memory freed at
+// one size is reused only at that size.
 #include "ulib.h"
 
 struct header {
@@ -20,8 +29,11 @@ struct header {
 static struct header base;     // a zero-size block that anchors the list
 static struct header *freep;   // where the last search stopped
 
+#define QUICK_UNITS (8192 / UNIT + 1)      // an 8 KiB request and its header
+static struct header *quick[QUICK_UNITS + 1];   // quick[u]: free blocks of exactly u units
+
 // Extends the heap by at least `units` and puts the new block on the free list.
-static void free_unlocked(void *ptr);
+static void list_insert(struct header *bp);
 
 static struct header *morecore(size_t units) {
   if (units < GROW_UNITS)
@@ -38,7 +50,7 @@ static struct header *morecore(size_t units) {
     return NULL;
   struct header *h = (struct header *)start;
   h->units = units;
-  free_unlocked(h + 1);             // the caller (malloc) holds the lock
+  list_insert(h);                   // (not a quick list: malloc looks for it on the list)
   return freep;
 }
 
@@ -50,6 +62,11 @@ static void *malloc_unlocked(size_t n) {
   if (n == 0)
     n = 1;   // still a distinct pointer with room behind it
   size_t units = (n + UNIT - 1) / UNIT + 1;
+  struct header *q = units <= QUICK_UNITS ? quick[units] : NULL;
+  if (q) {
+    quick[units] = q->next;
+    return q + 1;
+  }
   if (freep == NULL) {
     base.next = &base;
     base.units = 0;
@@ -82,6 +99,16 @@ static void free_unlocked(void *ptr) {
   if (ptr == NULL)
     return;
   struct header *bp = (struct header *)ptr - 1;
+  if (bp->units <= QUICK_UNITS) {
+    bp->next = quick[bp->units];
+    quick[bp->units] = bp;
+    return;
+  }
+  list_insert(bp);
+}
+
+// Put bp on the address-ordered list, merged with free neighbours.
+static void list_insert(struct header *bp) {
   // Find the free block p after which bp belongs in address order.
   struct header *p = freep;
   while (!(bp > p && bp < p->next)) {
