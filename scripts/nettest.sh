@@ -10,6 +10,8 @@
 # paper's unframed base protocol, tests/net/badinput.py while a load runs on
 # other connections, and a 1,000-connection flood, after which the kernel must
 # be alive, matrixd must serve a fresh client and the counters must be back.
+# Then two boots with small limits (matrixd -c 4; bootargs nofile=10): the
+# connections over the limit must be refused at once, none left unanswered.
 #
 # Prints "PASS net/<name>" or "FAIL net/<name>: why" per check and nothing else
 # on stdout; exit status 1 if anything failed. QEMU logs and client output are in

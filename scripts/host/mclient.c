@@ -36,7 +36,9 @@
 // (-d, or SIGINT); once all have their K answers, a line on stderr says so
 // ("mclient: holding ..."), so a script can look at the server meanwhile.
 //
-// Output: one summary line on stdout (scripts parse it; keep the format),
+// Output: one summary line on stdout (scripts parse it; keep the format; its
+// last field, silent=N, counts the connections refused or failed without a
+// word: no connection, or no handshake answer, within 10 s, and no reset),
 // one line per priority when priorities are in use, progress on stderr once
 // a second when it is a terminal. Exit status 0 iff no answer was wrong, no
 // connection failed, and none was refused (unless --allow-refused).
