@@ -14,8 +14,9 @@
 // beside each one's long-lived blocks (its handshake reply, freed), and every
 // malloc walked past all of them, and every free walked to its place among
 // them (matrixd with 10,000 idle connections spent most of its time there).
-// Blocks on those lists are not merged with their neighbours: memory freed at
-// one size is reused only at that size.
+// Blocks on those lists are not merged with their neighbours, except when a
+// request larger than QUICK_UNITS finds no room: then they all go back to
+// the list and merge (consolidate) before the heap grows.
 #include "ulib.h"
 
 struct header {
@@ -54,6 +55,20 @@ static struct header *morecore(size_t units) {
   return freep;
 }
 
+// Give every block on the quick lists back to the list, merged with its free
+// neighbours. Returns whether there were any.
+static int consolidate(void) {
+  int any = 0;
+  for (size_t u = 1; u <= QUICK_UNITS; u++)
+    while (quick[u]) {
+      struct header *b = quick[u];
+      quick[u] = b->next;
+      list_insert(b);
+      any = 1;
+    }
+  return any;
+}
+
 static void *malloc_unlocked(size_t n) {
   // Nothing larger than the whole heap area can succeed, and the check keeps
   // the unit computation below from overflowing.
@@ -88,6 +103,13 @@ static void *malloc_unlocked(size_t n) {
       return p + 1;
     }
     if (p == freep) {   // went all the way round: nothing fits
+      // A large request may fit once the quick lists' blocks are merged
+      // back (a small one would only bring their holes back onto the list).
+      if (units > QUICK_UNITS && consolidate()) {
+        prev = freep;
+        p = prev;
+        continue;
+      }
       p = morecore(units);
       if (p == NULL)
         return NULL;
