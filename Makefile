@@ -5,6 +5,7 @@
 #   make bench        the matrix-echo server in its four models, measured by the host client
 #   make bench-cost   guest instructions per matrixd request: matrix work, TCP/IP, the rest
 #                     (-icount, profiler plugin) -> docs/results/cost.md
+#   make bench-conn   10,000 idle KCUC connections beside 128 active ones in 512 MiB -> docs/results/conn.md
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
 #                     (about 15 minutes; QUICK=1: about 5, fewer points)
 #   make bench-smp    spinlock / FIFO hand-off / CES mutex at 1, 2, 4 harts (no
@@ -91,7 +92,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-micro bench-smp eval trace clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-micro bench-smp eval trace clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -173,6 +174,10 @@ bench: $(KERNEL) client
 # profiler plugin: make qemu-n) -> docs/results/cost.md
 bench-cost: $(KERNEL) client qemu-n
 	@bash scripts/bench-cost.sh
+# 10,000 idle connections beside 128 active ones in 512 MiB (long: the set-up
+# through QEMU's user network takes minutes) -> docs/results/conn.md
+bench-conn: $(KERNEL) client
+	@bash scripts/bench-conn.sh
 
 QUICK ?= 0
 eval: $(KERNEL) client

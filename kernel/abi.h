@@ -80,14 +80,15 @@
 #define KSTAT_RING_OVERFLOWS 7   // completions that waited in the kernel for ring space
 #define KSTAT_SOCKETS 8          // sockets open in the whole kernel (listening + connections)
 #define KSTAT_TCP_PCBS 9         // lwIP TCP control blocks alive (including TIME_WAIT)
-#define KSTAT_CACHE_BYTES 10     // of KSTAT_KMALLOC_BYTES: caches that grow once and stay (executor slots, timer heaps)
+#define KSTAT_CACHE_BYTES 10     // of KSTAT_KMALLOC_BYTES: caches that grow once and stay (executor slots, timer heaps, descriptor tables)
 #define KSTAT_CACHE_OBJECTS 11   // of KSTAT_KMALLOC_OBJECTS: the same caches
 #define KSTAT_ZOMBIES 12         // the caller's children that have exited and wait to be reaped
 #define KSTAT_UINTR_POST_INSTRET 13  // the posting hart's instret at the caller's last user interrupt post (benchmarks)
 #define KSTAT_UINTR_NATIVE 14    // 1 if user interrupts are native (the N extension), 0 if emulated
 #define KSTAT_UINTR_POST_COST 15 // instructions the last post to the calling thread took on the posting hart (benchmarks)
 #define KSTAT_POLLER_ATTEMPTS 16 // KMODE_POLLER: calls the caller's polling kernel thread has tried (0 if none)
-#define KSTAT_COUNT 17           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_NOFILE 17          // descriptors a process may hold (NOFILE, or bootargs nofile=N)
+#define KSTAT_COUNT 18           // selectors are 1 .. KSTAT_COUNT - 1
 // Or'ed into a selector: first wait (1 s at most) until nothing else runs or is
 // ready, no other thread and no kernel coroutine, so that a leak check's two
 // samples both see the machine at rest (docs/ABI.md, kstat).
@@ -121,7 +122,8 @@
 #define EINPROGRESS 115
 
 // ---- limits ----
-#define NOFILE 1100             // open descriptors per process (a server holds one per connection)
+#define NOFILE 1100             // open descriptors per process by default (a server holds one per connection)
+#define NOFILE_MAX 16384        // ... and at most: boot with nofile=N (N <= NOFILE_MAX) to change it
 #define MAXARG 16               // argv entries for spawn
 #define MAXARGLEN 128           // bytes per argv string, including the NUL
 #define MAXNAME 32              // program name, including the NUL

@@ -6,6 +6,7 @@
 #include "kco.h"
 #include "poweroff.h"
 #include "proc.h"
+#include "fd.h"
 #include "board.h"
 #include "trace.h"
 
@@ -86,6 +87,13 @@ void start_main_job(const char *args) {
       us = us * 10 + (uint32_t)(*p - '0');
     sched_set_idle_poll(us);
     kprintf("sched: idle harts poll %u us before they halt\n", us);
+  }
+  if (bootarg(args, "nofile", val, sizeof val)) {
+    long n = 0;
+    for (const char *p = val; *p >= '0' && *p <= '9' && n <= NOFILE_MAX; p++)
+      n = n * 10 + (*p - '0');
+    fdt_set_limit(n);
+    kprintf("proc: %d descriptors per process\n", fdt_limit());
   }
   if (bootarg(args, "user", val, sizeof val)) {
     if (start_init(val) != 0)

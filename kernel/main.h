@@ -11,6 +11,8 @@
 //                 a hart, dumped on the console at poweroff; beside any job
 //   idle_poll_us=N  how long an idle hart polls before it halts (default 200
 //                 on several harts; 0: halt at once); beside any job
+//   nofile=N      descriptors a process may hold (default NOFILE, at most
+//                 NOFILE_MAX, kernel/abi.h); beside any job
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
 // them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so

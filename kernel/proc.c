@@ -196,11 +196,12 @@ static void release_resources(struct proc *p) {
   for (int i = 0; i < p->nthreads; i++)
     if (p->threads[i])
       uintr_release(p->threads[i]);
-  for (int fd = 0; fd < NOFILE; fd++)
-    if (p->ofile[fd]) {
-      file_close(p->ofile[fd]);
-      p->ofile[fd] = 0;
-    }
+  for (int fd = 0; fd < NOFILE_MAX && p->fds.open > 0; fd++) {
+    struct file *f = fdt_take(&p->fds, (uint64_t)fd);   // (no thread of p runs now)
+    if (f)
+      file_close(f);
+  }
+  fdt_release(&p->fds);
   uvm_free(p->pagetable);
   p->pagetable = 0;
 }
@@ -304,10 +305,14 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
   *err = p->threads[0] ? load_program(p, name, argc, argv) : -ENOMEM;
   // Standard descriptors: shared with the parent, or the console.
   for (int fd = 0; fd < 3 && !*err; fd++) {
-    struct file *f = parent && parent->ofile[fd] ? file_dup(parent->ofile[fd]) : file_console();
-    if (!f)
+    // (the parent is the caller, blocked in spawn: its slots 0-2 stay put)
+    struct file *pf = parent ? fdt_lookup(&parent->fds, (uint64_t)fd) : 0;
+    struct file *f = pf ? file_dup(pf) : file_console();
+    if (!f || fdt_alloc(&p->fds, f) != fd) {
+      if (f)
+        file_close(f);
       *err = -ENOMEM;
-    p->ofile[fd] = f;
+    }
   }
   if (*err) {
     release_resources(p);

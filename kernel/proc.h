@@ -12,6 +12,7 @@
 #include "abi.h"
 #include "executor.h"
 #include "spinlock.h"
+#include "fd.h"
 #include "uvm.h"
 #include "waitq.h"
 #include "uintr.h"
@@ -81,7 +82,7 @@ struct proc {
   char name[MAXNAME];
   pte_t *pagetable;
   uint64_t heap_base, brk;        // brk in [heap_base, USER_HEAP_MAX]
-  struct file *ofile[NOFILE];
+  struct fdtable fds;              // descriptors (kernel/fd.c); changed under lock
   struct proc *parent;
   int exit_status;
   int killed;

@@ -92,7 +92,16 @@ long sys_accept(struct thread *t, struct sysargs *sa, int may_block) {
     int fd = fd_alloc(p, f);
     if (fd < 0) {
       file_close(f);
-      return fd;
+      // The table is full: a connection that waits for a slot could wait
+      // for ever, unseen. Refuse the next one (a reset) and say why.
+      long r = sock_refuse(s);
+      if (r == 0)
+        return fd;
+      if (r != -EAGAIN)
+        return r;
+      if ((r = sock_wait(p, sa, may_block, SOCK_ACCEPT)) != 0)
+        return r;
+      continue;
     }
     struct socket *c;
     long r = sock_accept(s, &c);
@@ -100,9 +109,7 @@ long sys_accept(struct thread *t, struct sysargs *sa, int may_block) {
       f->sock = c;
       return fd;
     }
-    spin_lock(&p->lock);
-    p->ofile[fd] = 0;
-    spin_unlock(&p->lock);
+    fd_take(p, (uint64_t)fd);
     file_close(f);
     if (r != -EAGAIN)
       return r;

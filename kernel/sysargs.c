@@ -8,9 +8,7 @@
 #include "socket.h"
 #include "uvm.h"
 
-struct file *fd_file(struct proc *p, uint64_t fd) {
-  return fd < NOFILE ? p->ofile[fd] : 0;
-}
+struct file *fd_file(struct proc *p, uint64_t fd) { return fdt_lookup(&p->fds, fd); }
 
 struct file *fd_file_hold(struct proc *p, uint64_t fd) {
   spin_lock(&p->lock);
@@ -21,19 +19,20 @@ struct file *fd_file_hold(struct proc *p, uint64_t fd) {
   return f;
 }
 
-// Threads of a process share its descriptor table: slots are claimed under
-// the process lock.
+// Threads of a process share its descriptor table: slots are claimed and
+// cleared under the process lock.
 int fd_alloc(struct proc *p, struct file *f) {
-  int r = -EMFILE;
   spin_lock(&p->lock);
-  for (int fd = 0; fd < NOFILE; fd++)
-    if (!p->ofile[fd]) {
-      p->ofile[fd] = f;
-      r = fd;
-      break;
-    }
+  int r = fdt_alloc(&p->fds, f);
   spin_unlock(&p->lock);
   return r;
+}
+
+struct file *fd_take(struct proc *p, uint64_t fd) {
+  spin_lock(&p->lock);
+  struct file *f = fdt_take(&p->fds, fd);
+  spin_unlock(&p->lock);
+  return f;
 }
 
 // Is all of [uva, uva + len) mapped for the user with permission perm? Checked

@@ -62,7 +62,8 @@ struct file *fd_file(struct proc *p, uint64_t fd);
 // The same with a reference of the caller's own (file_close gives it back),
 // taken under the lock close() clears slots under; 0 if fd is not open.
 struct file *fd_file_hold(struct proc *p, uint64_t fd);
-int fd_alloc(struct proc *p, struct file *f);          // fd, or -EMFILE
+int fd_alloc(struct proc *p, struct file *f);          // fd, or -EMFILE / -ENOMEM
+struct file *fd_take(struct proc *p, uint64_t fd);     // empty the slot: its file (the caller's now) or 0
 int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm);
 
 // The socket calls (kernel/sys_net.c).

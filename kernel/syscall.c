@@ -94,12 +94,7 @@ static long sys_write(struct thread *t, struct sysargs *sa, int may_block) {
 static long sys_close(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
-  uint64_t fd = sa->a[0];
-  spin_lock(&p->lock);
-  struct file *f = fd_file(p, fd);
-  if (f)
-    p->ofile[fd] = 0;
-  spin_unlock(&p->lock);
+  struct file *f = fd_take(p, sa->a[0]);
   if (!f)
     return -EBADF;
   file_close(f);
@@ -137,10 +132,10 @@ static long sys_pipe(struct thread *t, struct sysargs *sa, int may_block) {
     fds[1] = fd_alloc(p, wr);
   if (fds[0] < 0 || fds[1] < 0) {
     if (fds[0] >= 0)
-      p->ofile[fds[0]] = 0;
+      fd_take(p, (uint64_t)fds[0]);
     file_close(rd);
     file_close(wr);
-    return -EMFILE;
+    return fds[0] < 0 ? fds[0] : fds[1];
   }
   copyout(p->pagetable, ufds, fds, sizeof fds);   // cannot fail: checked above
   return 0;
@@ -347,6 +342,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return (long)t->ui.posted;
   case KSTAT_RING_OVERFLOWS:
     return (long)p->ring_overflows;
+  case KSTAT_NOFILE:
+    return fdt_limit();
   case KSTAT_SOCKETS:
     return sock_count();
   case KSTAT_TCP_PCBS:
@@ -355,6 +352,7 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
   case KSTAT_CACHE_OBJECTS: {
     uint64_t bytes, objects;
     kernel_caches(&bytes, &objects);
+    fdt_caches(&bytes, &objects);
     return (long)(what == KSTAT_CACHE_BYTES ? bytes : objects);
   }
   default:

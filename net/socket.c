@@ -212,6 +212,27 @@ int sock_listen(struct socket *s, int backlog) {
   return r;
 }
 
+static void abort_conn(struct socket *c) {
+  if (c->pcb) {
+    tcp_err(c->pcb, 0);
+    tcp_abort(c->pcb);         // a reset to the peer
+    c->pcb = 0;
+  }
+  put_locked(c);
+}
+
+int sock_refuse(struct socket *s) {
+  struct socket *c;
+  int r = sock_accept(s, &c);
+  if (r == 0) {
+    net_lock();
+    stats.refused++;
+    abort_conn(c);
+    net_unlock();
+  }
+  return r;
+}
+
 int sock_accept(struct socket *s, struct socket **out) {
   net_lock();
   int r = s->state == S_CLOSED ? -EBADF : s->state != S_LISTEN ? -EINVAL : -EAGAIN;
@@ -358,12 +379,7 @@ void sock_close(struct socket *s) {
     while (s->aq_head) {
       struct socket *c = s->aq_head;
       s->aq_head = c->aq_next;
-      if (c->pcb) {
-        tcp_err(c->pcb, 0);
-        tcp_abort(c->pcb);
-        c->pcb = 0;
-      }
-      put_locked(c);
+      abort_conn(c);
     }
     s->aq_tail = 0;
     s->aq_len = 0;

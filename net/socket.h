@@ -14,10 +14,11 @@
 #ifndef SOCKET_H
 #define SOCKET_H
 #include <stdint.h>
+#include "abi.h"
 #include "uvm.h"
 #include "waitq.h"
 
-#define SOCK_MAX 2048                // sockets in the whole kernel (listening + connections)
+#define SOCK_MAX (NOFILE_MAX + 1024)  // sockets in the whole kernel (listening + connections): one full process and more
 #define SOCK_BACKLOG_MAX 1024        // connections a listener keeps waiting for accept
 
 struct socket;
@@ -28,6 +29,10 @@ int sock_create(struct socket **out);                 // 0, -ENOMEM, -EMFILE (SO
 int sock_bind(struct socket *s, int port);            // 0, -EINVAL, -EADDRINUSE
 int sock_listen(struct socket *s, int backlog);       // 0, -EINVAL, -ENOMEM
 int sock_accept(struct socket *s, struct socket **out);   // 0, -EAGAIN, -EINVAL, -EBADF
+// The caller cannot take a connection (no descriptor for it): reset the
+// oldest one waiting on listener s, so that its peer learns at once instead
+// of waiting in the queue. 0 (one refused), -EAGAIN (none waits), -EINVAL, -EBADF.
+int sock_refuse(struct socket *s);
 // Transfers between the socket and user memory at uva in page table pt (already
 // validated by the caller). recv: bytes, 0 when the peer has closed, -EAGAIN,
 // -ECONNRESET... send: bytes queued (at least 1), -EAGAIN, -EPIPE, -ECONNRESET...

@@ -10,6 +10,8 @@
 # paper's unframed base protocol, tests/net/badinput.py while a load runs on
 # other connections, and a 1,000-connection flood, after which the kernel must
 # be alive, matrixd must serve a fresh client and the counters must be back.
+# Then two boots with small limits (matrixd -c 4; bootargs nofile=10): the
+# connections over the limit must be refused at once, none left unanswered.
 #
 # Prints "PASS net/<name>" or "FAIL net/<name>: why" per check and nothing else
 # on stdout; exit status 1 if anything failed. QEMU logs and client output are in
@@ -155,5 +157,68 @@ for model in $MODELS; do
   [ -z "$t" ] || fail "$model/log" "$t (see $LOG)"
   halt_qemu
 done
+
+# Limits: a connection over a limit is refused at once (a reset, or a close
+# before the handshake is answered), never left waiting unanswered. Two boots
+# with small limits, each with `served` connections that fit and 4 more:
+# matrixd's own (-c 4: it accepts and closes), and the kernel's descriptor
+# table (nofile=10: stdin/out/err and the listener leave 6 descriptors, and
+# accept resets the connection it has none for). The client sets connections
+# up one at a time (--ramp 1), so which ones are refused is fixed, and a
+# connection ignored instead of refused would show as silent=1 after 10 s.
+limit_check() {   # NAME BOOTARGS SERVED
+  local name=$1 served=$3 total=$(($3 + 4)) out err cpid line k want n0
+  LOG=$LOGS/net-$name.log
+  if ! boot_matrixd "$LOG" 1 "$2"; then
+    fail "$name/boot" "no 'matrixd: baseline' line (see $LOG)"
+    halt_qemu
+    return
+  fi
+  out=$LOGS/net-$name.client.log
+  err=$LOGS/net-$name.client.err
+  n0=$(lines idle)
+  timeout 120 "$MCLIENT" -p "$PORT" -c $total --ramp 1 --requests 1 -d 100 --allow-refused \
+    > "$out" 2> "$err" &
+  cpid=$!
+  # The event: every connection has its answer or was refused ("holding"),
+  # or the client ended. 60 s is the safety net.
+  for _ in $(seq 1 600); do
+    grep -q "^mclient: holding" "$err" && break
+    kill -0 "$cpid" 2> /dev/null || break
+    sleep 0.1
+  done
+  kill -INT "$cpid" 2> /dev/null
+  wait "$cpid"
+  line=$(grep "^mclient: conns=" "$out")
+  local ok=1
+  for want in "connected=$served" "refused=4" "answered=$served" "wrong=0" "errors=0" "silent=0"; do
+    k=${want%%=*}
+    [ "$(field "$k" "$line")" = "${want#*=}" ] || ok=0
+  done
+  if [ $ok = 1 ]; then
+    pass "$name/refused-at-once"
+  else
+    fail "$name/refused-at-once" "want $served served and 4 refused, none silent: '${line#mclient: }' (see $out, $err and $LOG)"
+  fi
+  # matrixd counts them too, in the idle line once the held ones are gone.
+  for _ in $(seq 1 400); do
+    [ "$(lines idle)" -gt "$n0" ] && break
+    sleep 0.1
+  done
+  line=$(tr -d '\r' < "$LOG" | grep "^matrixd: idle " | tail -1)
+  if [ "$(field refused "$line")" = 4 ] && [ "$(field conns "$line")" = "$served" ]; then
+    pass "$name/server-counts"
+  else
+    fail "$name/server-counts" "want conns=$served refused=4 in matrixd's idle line: '${line#matrixd: }' (see $LOG)"
+  fi
+  t=$(trouble)
+  [ -z "$t" ] || fail "$name/log" "$t (see $LOG)"
+  halt_qemu
+}
+
+if [[ " $MODELS " == *" kcuc "* ]]; then
+  limit_check kcuc-limit-conns "user=matrixd,-m,kcuc,-c,4" 4
+  limit_check kcuc-limit-nofile "nofile=10 user=matrixd,-m,kcuc,-c,100" 6
+fi
 
 [ $failed -eq 0 ]

@@ -19,7 +19,8 @@ export CORAL_RUN_TAG=${CORAL_RUN_TAG:-coral-run-$$-$RANDOM}
 # virtio-mmio) sits on QEMU's user network, with HOSTPORT on 127.0.0.1
 # forwarded to the guest's port 80 if given. QEMU_CPU sets -cpu (e.g.
 # rv64,n=on with hw/qemu's QEMU); QEMU_EXTRA adds options (e.g.
-# "-icount shift=0,sleep=off"). The command is timeout running QEMU: started
+# "-icount shift=0,sleep=off"). QEMU_NETDEV replaces the user network (e.g. a
+# tap: scripts/bench-conn.sh NET=tap). The command is timeout running QEMU: started
 # as a simple command with `&`, $! is timeout's pid, and killing it ends QEMU
 # too (timeout passes the signal on).
 qemu_cmd() {
@@ -28,7 +29,7 @@ qemu_cmd() {
   QEMU_CMD=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt ${QEMU_CPU:+-cpu "$QEMU_CPU"}
     -bios "$OPENSBI" -kernel "$BUILD/kernel.elf"
     -nographic -smp "$1" -m "$2" -global virtio-mmio.force-legacy=false
-    -netdev "user,id=net0$fwd" -device virtio-net-device,netdev=net0 ${QEMU_EXTRA:-} -append "$3")
+    -netdev "${QEMU_NETDEV:-user,id=net0$fwd}" -device virtio-net-device,netdev=net0 ${QEMU_EXTRA:-} -append "$3")
 }
 
 # coral_qemu SMP MEM ARGS [HOSTPORT]: run that command in the foreground. Its

@@ -273,26 +273,63 @@ int64_t cops_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
   return cid;
 }
 
+// A stackful coroutine's record and the size of its stack (cops_stack_used).
+struct sized_stackful {
+  struct stackful sf;                  // first: release_stackful frees it as the whole
+  size_t size;
+  uint32_t magic;                      // SIZED_MAGIC: main's stackful record is not one of these
+};
+#define SIZED_MAGIC 0x5a1ed5u
+
 static void release_stackful(struct stackful *sf) {
   free(sf->stack_lo);
   free(sf);
 }
 
+#define STACK_PAINT 0xa5
+int cops_paint_stacks;
+
 int64_t cops_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio) {
-  struct stackful *sf = malloc(sizeof *sf);
-  void *stack = malloc(COPS_STACK_SIZE);
-  if (!sf || !stack) {
-    free(sf);
+  return cops_spawn_stackful_sized(fn, arg, prio, COPS_STACK_SIZE);
+}
+
+int64_t cops_spawn_stackful_sized(void (*fn)(void *), void *arg, uint32_t prio, size_t size) {
+  if (size < COPS_STACK_MIN)
+    return EXEC_EINVAL;
+  struct sized_stackful *ss = malloc(sizeof *ss);
+  void *stack = malloc(size);
+  if (!ss || !stack) {
+    free(ss);
     free(stack);
     return EXEC_ENOMEM;
   }
-  V->stackful_init(sf, stack, COPS_STACK_SIZE, fn, arg, 0, release_stackful);
+  if (cops_paint_stacks)
+    memset(stack, STACK_PAINT, size);
+  ss->size = size;
+  ss->magic = SIZED_MAGIC;
+  struct stackful *sf = &ss->sf;
+  V->stackful_init(sf, stack, size, fn, arg, 0, release_stackful);
   crit_enter();
   int64_t cid = V->exec_spawn_on(EX, me()->lane, stackful_poll, sf, prio, CO_STACKFUL);
   crit_exit();
   if (cid < 0)
     release_stackful(sf);
   return cid;
+}
+
+// The deepest the calling coroutine's stack has been: the painted bytes at
+// its bottom that are still the paint (the first word is the canary).
+size_t cops_stack_used(void) {
+  if (!cops_paint_stacks || !current || current->kind != CO_STACKFUL)
+    return 0;
+  struct sized_stackful *ss = current->arg;
+  if (ss->magic != SIZED_MAGIC)
+    return 0;
+  const unsigned char *lo = (const unsigned char *)(ss->sf.stack_lo + 1);
+  size_t untouched = 0;
+  while (untouched < ss->size - 8 && lo[untouched] == STACK_PAINT)
+    untouched++;
+  return ss->size - 8 - untouched;
 }
 
 cid_t cops_current(void) { return current ? co_cid_inline(current) : CID_NONE; }

@@ -22,6 +22,16 @@
 
 int64_t cops_spawn(co_poll_fn poll, void *arg, uint32_t prio);    // cid, or < 0
 int64_t cops_spawn_stackful(void (*fn)(void *), void *arg, uint32_t prio);
+// The same with a stack of size bytes (at least COPS_STACK_MIN): a server with
+// thousands of coroutines gives each what it measured it needs (cops_stack_used).
+#define COPS_STACK_MIN 2048
+int64_t cops_spawn_stackful_sized(void (*fn)(void *), void *arg, uint32_t prio, size_t size);
+// Set cops_paint_stacks before spawning to fill new stacks with a pattern;
+// then cops_stack_used says how deep the calling stackful coroutine's stack
+// has ever been (bytes; 0 when not painted or not stackful). User interrupts
+// run on the interrupted stack, so their frames count too.
+extern int cops_paint_stacks;
+size_t cops_stack_used(void);
 cid_t cops_current(void);
 int cops_wake(cid_t cid);               // 1 made ready, 0 absorbed, < 0 stale
 int cops_reprio(cid_t cid, uint32_t prio);

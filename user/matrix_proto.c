@@ -94,6 +94,15 @@ void mp_init(struct mp_parser *p, char *buf, size_t cap, int64_t *vals, int max_
   p->tail = 0;
 }
 
+int mp_set_buffers(struct mp_parser *p, char *buf, int64_t *vals) {
+  if (mp_buffered(p) != 0 || p->discard)
+    return -1;
+  p->buf = buf;
+  p->vals = vals;
+  p->start = p->len = p->cur = 0;
+  return 0;
+}
+
 // Moves the pending bytes to the front of the buffer.
 static void compact(struct mp_parser *p) {
   if (p->start == 0)

@@ -85,6 +85,14 @@ struct mp_parser {
 // max_n*max_n values. max_n is clamped to [1, MP_MAX_N_LIMIT].
 void mp_init(struct mp_parser *p, char *buf, size_t cap, int64_t *vals, int max_n);
 
+// A parser with nothing buffered (mp_buffered 0) needs its buffers only for
+// the next bytes: a server with many idle connections lends them out.
+// mp_set_buffers gives an empty parser new ones (buf of the cap given to
+// mp_init, vals as there), or none (NULL, NULL: feed nothing until it has
+// some again); the parser's mode (framing) is kept. Returns -1, and changes
+// nothing, if the parser is not empty.
+int mp_set_buffers(struct mp_parser *p, char *buf, int64_t *vals);
+
 // Appends received bytes. Always consumes all n bytes and returns n. A message
 // that outgrows the buffer is remembered, its bytes dropped, and reported as
 // "request too long" when it ends (framed: at its '\n'; base protocol: when

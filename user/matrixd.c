@@ -1,7 +1,7 @@
 // matrixd: the matrix-echo server of the COPS evaluation (paper section 5).
 //
 //   matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod]
-//           [-c max_conns] [-q]
+//           [-c max_conns] [-q] [-S] [-R N]
 //
 //   -m  the model (below; default kcuc)        -p  the TCP port (80)
 //   -n  the largest n accepted (32, at most MP_MAX_N_LIMIT)
@@ -10,8 +10,14 @@
 //       usable priorities, as in the paper's priority tests). "prio=P" in the
 //       handshake overrides it (clamped to 1..COPS_NPRIO-1; 0 means 1).
 //   -c  connections served at once (1024; the descriptor and thread limits
-//       may lower it); more are accepted and closed at once ("refused").
+//       may lower it); more are accepted and closed at once ("refused"). The
+//       kernel's descriptor limit is bootargs nofile=N (kstat KSTAT_NOFILE).
 //   -q  print only the lines below (no warnings).
+//   -R N  print "matrixd: open=C free_pages=F kmalloc_bytes=B heap_bytes=H"
+//       at start (C = 0) and whenever C, the connections open, reaches a
+//       multiple of N (scripts/bench-conn.sh: memory per connection).
+//   -S  measure the UC models' coroutine stacks: each idle line is followed by
+//       "matrixd: stack peak receiver=B handler=B sender=B of R/H/S bytes".
 //
 // A client connects, says "connect ok?", and sends n x n integer matrices; the
 // server answers each with its square (docs/PROTOCOL.md). Every connection is served
@@ -43,7 +49,7 @@ static const char *const model_names[] = { "KCUC", "KCUT", "KTUT", "KTUC" };
 
 static void usage(void) {
   fprintf(STDERR, "usage: matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod] "
-                  "[-c max_conns] [-q]\n");
+                  "[-c max_conns] [-q] [-S] [-R N]\n");
 }
 
 static int lower_eq(const char *a, const char *b) {
@@ -73,6 +79,11 @@ static int parse_args(int argc, char **argv) {
     const char *o = argv[i];
     if (strcmp(o, "-q") == 0) {
       md_cfg.quiet = 1;
+      continue;
+    }
+    if (strcmp(o, "-S") == 0) {
+      md_cfg.stack_report = 1;
+      cops_paint_stacks = 1;
       continue;
     }
     if (o[0] != '-' || !o[1] || o[2] || i + 1 >= argc)
@@ -110,8 +121,13 @@ static int parse_args(int argc, char **argv) {
       else
         return -1;
       break;
+    case 'R':
+      if ((x = number(v, 1, NOFILE_MAX)) < 0)
+        return -1;
+      md_cfg.report_every = x;
+      break;
     case 'c':
-      if ((x = number(v, 1, NOFILE)) < 0)
+      if ((x = number(v, 1, NOFILE_MAX)) < 0)
         return -1;
       md_cfg.max_conns = (int)x;
       break;
@@ -134,8 +150,10 @@ int main(int argc, char **argv) {
   }
   int uc = md_cfg.model == MD_KCUC || md_cfg.model == MD_KTUC;
   // Every connection holds a descriptor (UT: five, with its two pipes), and a
-  // UT connection three of the process's threads.
-  int limit = uc ? NOFILE - 8 : MD_UT_MAX_CONNS;
+  // UT connection three of the process's threads. (The kernel refuses a
+  // connection it has no descriptor for, so this only keeps the count honest.)
+  long nofile = kstat(KSTAT_NOFILE);
+  int limit = uc ? (int)(nofile > 16 ? nofile - 8 : 8) : MD_UT_MAX_CONNS;
   if (md_cfg.max_conns > limit) {
     md_log("matrixd: model %s serves at most %d connections\n", model_names[md_cfg.model], limit);
     md_cfg.max_conns = limit;

@@ -29,6 +29,8 @@ struct md_config {
   int prio_mod;       // -P mod: connection index mod the usable priorities
   int max_conns;      // -c: more are accepted and closed at once
   int quiet;          // -q: only the lines tests parse
+  int stack_report;   // -S: measure the coroutines' stacks, report with each idle line
+  long report_every;  // -R N: report memory at every N-th connection open at once
 };
 extern struct md_config md_cfg;
 
@@ -64,6 +66,17 @@ extern struct md_totals md_tot;
 static inline void md_count(long *v, long d) { __atomic_fetch_add(v, d, __ATOMIC_SEQ_CST); }
 static inline long md_get(long *v) { return __atomic_load_n(v, __ATOMIC_SEQ_CST); }
 
+// Stacks of a UC connection's three coroutines. Measured with -S (paint the
+// stacks, report the deepest each part went): see docs/results/conn.md. The
+// receiver holds its MD_RECV_BYTES buffer; user interrupts run on whatever
+// stack they interrupt, which the margin covers.
+#define MD_STACK_RECEIVER (8 * 1024)
+#define MD_STACK_HANDLER (4 * 1024)
+#define MD_STACK_SENDER (4 * 1024)
+// -S: the deepest stack seen per part (0 receiver, 1 handler, 2 sender).
+extern long md_stack_peak[3];
+void md_stack_note(int part);            // the calling part is ending: note its depth
+
 // The kernel counters the leak check compares.
 struct md_kstat {
   long bytes, objects, sockets, pcbs;
@@ -73,6 +86,13 @@ void md_kstat_read(struct md_kstat *k);
 int md_kstat_at_baseline(const struct md_kstat *k);
 void md_print_baseline(void (*nap)(long ms));   // nap: wait without blocking the server
 void md_print_idle(const struct md_kstat *k);
+void md_report_open(long open);
+// A connection opened (accept loops): the -R report when it is due.
+static inline void md_opened(void) {
+  long open = md_get(&md_tot.open);
+  if (md_cfg.report_every && open % md_cfg.report_every == 0)
+    md_report_open(open);
+}
 // The idle wait: at most this long, polling every MD_IDLE_POLL_MS.
 #define MD_IDLE_WAIT_MS 15000
 #define MD_IDLE_POLL_MS 200

@@ -41,6 +41,19 @@ void md_print_baseline(void (*nap)(long ms)) {
   }
   printf("matrixd: baseline kmalloc_bytes=%ld kmalloc_objects=%ld sockets=%ld pcbs=%ld\n",
          md_baseline.bytes, md_baseline.objects, md_baseline.sockets, md_baseline.pcbs);
+  if (md_cfg.report_every)
+    md_report_open(0);
+}
+
+// -R: what the machine has left with `open` connections (benchmarks divide
+// the change by the connections: scripts/bench-conn.sh).
+void md_report_open(long open) {
+  static long heap0;
+  long heap = brk(0);
+  if (!heap0)
+    heap0 = heap;
+  printf("matrixd: open=%ld free_pages=%ld kmalloc_bytes=%ld heap_bytes=%ld\n", open,
+         kstat(KSTAT_FREE_PAGES), kstat(KSTAT_KMALLOC_BYTES), heap - heap0);
 }
 
 void md_print_idle(const struct md_kstat *k) {
@@ -48,6 +61,20 @@ void md_print_idle(const struct md_kstat *k) {
          "conns=%ld refused=%ld\n",
          k->bytes, k->objects, k->sockets, k->pcbs, md_get(&md_tot.served), md_get(&md_tot.conns),
          md_get(&md_tot.refused));
+  if (md_cfg.stack_report)
+    printf("matrixd: stack peak receiver=%ld handler=%ld sender=%ld of %d/%d/%d bytes\n",
+           md_get(&md_stack_peak[0]), md_get(&md_stack_peak[1]), md_get(&md_stack_peak[2]),
+           MD_STACK_RECEIVER, MD_STACK_HANDLER, MD_STACK_SENDER);
+}
+
+long md_stack_peak[3];
+
+void md_stack_note(int part) {
+  long used = (long)cops_stack_used();
+  long seen = md_get(&md_stack_peak[part]);
+  while (used > seen && !__atomic_compare_exchange_n(&md_stack_peak[part], &seen, used, 0,
+                                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    ;
 }
 
 // ---- priorities ----
@@ -108,24 +135,69 @@ long md_recv_size(const struct md_parse *ps) {
 
 int md_more_pending(long asked, long got) { return got >= asked; }
 
+// A connection's parser holds its buffers (MP_REQ_BYTES(n) + 8 n^2 bytes,
+// 19 KiB at n = 32) only while part of a message is buffered: an idle
+// connection costs none of that (10,000 idle connections would need 190 MiB).
+// They are lent from a pool, not malloc'd each time: freed, they would leave a
+// hole beside every idle connection's other memory, and umalloc's free walks
+// its address-ordered list of holes (it made each request cost O(idle
+// connections)). The pool keeps as many as were ever lent at once.
+struct lent {
+  struct lent *next;                 // while in the pool
+};
+static struct lent *pool;
+static int pool_lock;                // UT models lend from several threads
+
+static void pool_acquire(void) {
+  while (__atomic_exchange_n(&pool_lock, 1, __ATOMIC_ACQUIRE))
+    ;
+}
+static void pool_release(void) { __atomic_store_n(&pool_lock, 0, __ATOMIC_RELEASE); }
+
+static size_t vals_bytes(void) { return (size_t)md_cfg.max_n * (size_t)md_cfg.max_n * sizeof(int64_t); }
+
 int md_parse_init(struct md_parse *ps) {
-  int n = md_cfg.max_n;
-  ps->buf = malloc(MP_REQ_BYTES(n));
-  ps->vals = malloc((size_t)n * (size_t)n * sizeof(int64_t));
-  if (!ps->buf || !ps->vals) {
-    md_parse_free(ps);
-    return -1;
-  }
-  mp_init(&ps->p, ps->buf, MP_REQ_BYTES(n), ps->vals, n);
+  ps->buf = 0;
+  ps->vals = 0;
+  mp_init(&ps->p, 0, MP_REQ_BYTES(md_cfg.max_n), 0, md_cfg.max_n);
   ps->last_rx = uptime();
   return 0;
 }
 
+static int parse_lend(struct md_parse *ps) {
+  if (ps->vals)
+    return 0;
+  pool_acquire();
+  struct lent *l = pool;
+  if (l)
+    pool = l->next;
+  pool_release();
+  // One block: the values (8-byte aligned) first, then the text.
+  int64_t *vals = l ? (int64_t *)l : malloc(vals_bytes() + MP_REQ_BYTES(md_cfg.max_n));
+  if (!vals)
+    return -1;
+  ps->vals = vals;
+  ps->buf = (char *)vals + vals_bytes();
+  mp_set_buffers(&ps->p, ps->buf, ps->vals);
+  return 0;
+}
+
 void md_parse_free(struct md_parse *ps) {
-  free(ps->buf);
-  free(ps->vals);
+  struct lent *l = (struct lent *)ps->vals;
   ps->buf = 0;
   ps->vals = 0;
+  if (!l)
+    return;
+  pool_acquire();
+  l->next = pool;
+  pool = l;
+  pool_release();
+}
+
+// The parser is empty again: give its buffers back.
+static void parse_return(struct md_parse *ps) {
+  if (ps->vals && mp_set_buffers(&ps->p, 0, 0) == 0)
+    md_parse_free(ps);
 }
 
 // The reply to a handshake or a bad message.
@@ -191,8 +263,12 @@ static int drain(struct md_parse *ps, int more_pending, void (*emit)(void *, str
 int md_parse_feed(struct md_parse *ps, const char *data, size_t n, int more_pending,
                   void (*emit)(void *ctx, struct md_msg *m), void *ctx, int *prio) {
   ps->last_rx = uptime();
+  if (parse_lend(ps) < 0)
+    return MD_FEED_NOMEM;
   mp_feed(&ps->p, data, n);
-  return drain(ps, more_pending, emit, ctx, prio);
+  int r = drain(ps, more_pending, emit, ctx, prio);
+  parse_return(ps);
+  return r;
 }
 
 int md_parse_stall(struct md_parse *ps, void (*emit)(void *ctx, struct md_msg *m), void *ctx,
@@ -205,5 +281,7 @@ int md_parse_stall(struct md_parse *ps, void (*emit)(void *ctx, struct md_msg *m
   // The stall may complete a base-protocol message rather than reject it;
   // either way the connection was quiet, so nothing more is pending.
   int r = take(&mm, emit, ctx, prio);
-  return r != MD_FEED_OK ? r : drain(ps, 0, emit, ctx, prio);
+  r = r != MD_FEED_OK ? r : drain(ps, 0, emit, ctx, prio);
+  parse_return(ps);
+  return r;
 }

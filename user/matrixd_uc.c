@@ -27,7 +27,8 @@ struct uq {
 };
 
 struct uconn {
-  struct uconn *next, *prev;   // every live connection (the watchdog walks them)
+  struct uconn *next, *prev;   // in `watched` while watched is set
+  int watched;                 // part of a request buffered, or a send under way
   int fd;
   int prio;
   int refs;                    // coroutines of this connection still running
@@ -43,7 +44,10 @@ struct uconn {
 };
 
 static int lfd;
-static struct uconn *conns;
+// The connections the watchdog must look at: those with part of a request
+// buffered or a send under way. Not all of them: with 10,000 idle connections
+// a walk over every one each WATCHDOG_MS would cost the active ones.
+static struct uconn *watched;
 static cid_t main_cid, watchdog_cid;
 static int watchdog_parked, idle_due;
 
@@ -113,13 +117,31 @@ static void conn_kill(struct uconn *c) {
       cops_wake(c->cid[i]);
 }
 
-static void conn_free(struct uconn *c) {
+static void watch_set(struct uconn *c, int on) {
+  if (on == c->watched)
+    return;
+  c->watched = on;
+  if (on) {
+    c->prev = 0;
+    c->next = watched;
+    if (watched)
+      watched->prev = c;
+    watched = c;
+    return;
+  }
   if (c->prev)
     c->prev->next = c->next;
   else
-    conns = c->next;
+    watched = c->next;
   if (c->next)
     c->next->prev = c->prev;
+}
+
+// Call whenever what the watchdog looks at may have changed.
+static void watch(struct uconn *c) { watch_set(c, !c->dying && (mp_buffered(&c->ps.p) || c->in_send)); }
+
+static void conn_free(struct uconn *c) {
+  watch_set(c, 0);
   q_free(&c->rxq);
   q_free(&c->txq);
   md_parse_free(&c->ps);
@@ -182,6 +204,7 @@ static void receiver(void *arg) {
     }
     int prio = c->prio;
     int f = md_parse_feed(&c->ps, buf, (size_t)r, md_more_pending(want, r), emit_rx, c, &prio);
+    watch(c);
     if (prio != c->prio)
       set_prio(c, prio);
     if (f == MD_FEED_NOMEM) {
@@ -193,6 +216,7 @@ static void receiver(void *arg) {
       break;
     }
   }
+  md_stack_note(0);
   conn_put(c);
 }
 
@@ -207,6 +231,7 @@ static void handler(void *arg) {
     q_put(&c->txq, m);
   }
   q_close(&c->txq);
+  md_stack_note(1);
   conn_put(c);
 }
 
@@ -218,8 +243,10 @@ static void sender(void *arg) {
     while (off < m->len && !c->dying) {
       c->in_send = 1;
       c->send_since = uptime();
+      watch(c);
       long r = cops_async(SYS_send, c->fd, (long)(m->text + off), (long)(m->len - off));
       c->in_send = 0;
+      watch(c);
       if (r <= 0) {
         conn_kill(c);
         break;
@@ -237,6 +264,7 @@ static void sender(void *arg) {
   // Everything queued is sent (or the connection died): close it. Graceful
   // ends come here with the receiver and handler already gone.
   c->dying = 1;
+  md_stack_note(2);
   conn_put(c);
 }
 
@@ -253,16 +281,13 @@ static struct uconn *conn_new(int fd, long index) {
   }
   c->fd = fd;
   c->prio = md_policy_prio(index);
-  c->next = conns;
-  if (conns)
-    conns->prev = c;
-  conns = c;
   md_count(&md_tot.open, 1);
   static void (*const parts[3])(void *) = { receiver, handler, sender };
+  static const size_t stacks[3] = { MD_STACK_RECEIVER, MD_STACK_HANDLER, MD_STACK_SENDER };
   // The acceptor does not block between these spawns, so none of the new
   // coroutines runs before refs and the cids are all set.
   for (int i = 0; i < 3; i++) {
-    int64_t cid = cops_spawn_stackful(parts[i], c, (uint32_t)c->prio);
+    int64_t cid = cops_spawn_stackful_sized(parts[i], c, (uint32_t)c->prio, stacks[i]);
     if (cid < 0) {
       c->dying = 1;        // the ones that exist see it, end, and free it
       break;
@@ -282,6 +307,10 @@ static void acceptor(void *arg) {
   int complained = 0;
   for (;;) {
     long fd = cops_async(SYS_accept, lfd, 0, 0);
+    if (fd == -EMFILE) {
+      md_count(&md_tot.refused, 1);          // the kernel reset it: no descriptor
+      continue;
+    }
     if (fd < 0) {
       if (!complained++)
         md_log("matrixd: accept failed: %ld %s (retrying)\n", fd, errname(fd));
@@ -299,6 +328,7 @@ static void acceptor(void *arg) {
       continue;
     }
     md_count(&md_tot.conns, 1);
+    md_opened();
     if (watchdog_parked)
       cops_wake(watchdog_cid);
   }
@@ -316,7 +346,8 @@ static void watchdog(void *arg) {
     watchdog_parked = 0;
     cops_async(SYS_sleep, WATCHDOG_MS, 0, 0);
     long now = uptime();
-    for (struct uconn *c = conns; c; c = c->next) {
+    for (struct uconn *c = watched, *next; c; c = next) {
+      next = c->next;          // (a stall may take c off the list)
       if (c->dying)
         continue;
       // The receiver is parked in recv and its parser holds part of a
@@ -332,6 +363,7 @@ static void watchdog(void *arg) {
       }
       if (c->in_send && now - c->send_since >= MD_SEND_TIMEOUT_MS)
         conn_kill(c);
+      watch(c);
     }
   }
 }

@@ -237,6 +237,10 @@ static int acceptor(void *arg) {
   int complained = 0;
   for (;;) {
     int fd = accept(lfd);
+    if (fd == -EMFILE) {
+      md_count(&md_tot.refused, 1);          // the kernel reset it: no descriptor
+      continue;
+    }
     if (fd < 0) {
       if (!complained++)
         md_log("matrixd: accept failed: %d %s (retrying)\n", fd, errname(fd));
@@ -274,9 +278,10 @@ static int acceptor(void *arg) {
     c->fd = fd;
     c->tid[0] = c->tid[1] = c->tid[2] = -1;
     md_count(&md_tot.open, 1);
-    if (conn_start(c))
+    if (conn_start(c)) {
       md_count(&md_tot.conns, 1);
-    else
+      md_opened();
+    } else
       md_count(&md_tot.refused, 1);
   }
   return 0;

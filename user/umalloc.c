@@ -7,6 +7,16 @@
 // a circular list sorted by address; free() merges a block with free
 // neighbours on either side, so the heap does not crumble into small pieces.
 // Memory is never returned to the kernel.
+//
+// In front of the list, blocks up to QUICK_UNITS (8 KiB) are kept on a LIFO
+// list per exact size when freed, and handed out again from it, in O(1):
+// without them a server with thousands of connections left a small hole
+// beside each one's long-lived blocks (its handshake reply, freed), and every
+// malloc walked past all of them, and every free walked to its place among
+// them (matrixd with 10,000 idle connections spent most of its time there).
+// Blocks on those lists are not merged with their neighbours, except when a
+// request larger than QUICK_UNITS finds no room: then they all go back to
+// the list and merge (consolidate) before the heap grows.
 #include "ulib.h"
 
 struct header {
@@ -20,8 +30,11 @@ struct header {
 static struct header base;     // a zero-size block that anchors the list
 static struct header *freep;   // where the last search stopped
 
+#define QUICK_UNITS (8192 / UNIT + 1)      // an 8 KiB request and its header
+static struct header *quick[QUICK_UNITS + 1];   // quick[u]: free blocks of exactly u units
+
 // Extends the heap by at least `units` and puts the new block on the free list.
-static void free_unlocked(void *ptr);
+static void list_insert(struct header *bp);
 
 static struct header *morecore(size_t units) {
   if (units < GROW_UNITS)
@@ -38,8 +51,22 @@ static struct header *morecore(size_t units) {
     return NULL;
   struct header *h = (struct header *)start;
   h->units = units;
-  free_unlocked(h + 1);             // the caller (malloc) holds the lock
+  list_insert(h);                   // (not a quick list: malloc looks for it on the list)
   return freep;
+}
+
+// Give every block on the quick lists back to the list, merged with its free
+// neighbours. Returns whether there were any.
+static int consolidate(void) {
+  int any = 0;
+  for (size_t u = 1; u <= QUICK_UNITS; u++)
+    while (quick[u]) {
+      struct header *b = quick[u];
+      quick[u] = b->next;
+      list_insert(b);
+      any = 1;
+    }
+  return any;
 }
 
 static void *malloc_unlocked(size_t n) {
@@ -50,6 +77,11 @@ static void *malloc_unlocked(size_t n) {
   if (n == 0)
     n = 1;   // still a distinct pointer with room behind it
   size_t units = (n + UNIT - 1) / UNIT + 1;
+  struct header *q = units <= QUICK_UNITS ? quick[units] : NULL;
+  if (q) {
+    quick[units] = q->next;
+    return q + 1;
+  }
   if (freep == NULL) {
     base.next = &base;
     base.units = 0;
@@ -71,6 +103,13 @@ static void *malloc_unlocked(size_t n) {
       return p + 1;
     }
     if (p == freep) {   // went all the way round: nothing fits
+      // A large request may fit once the quick lists' blocks are merged
+      // back (a small one would only bring their holes back onto the list).
+      if (units > QUICK_UNITS && consolidate()) {
+        prev = freep;
+        p = prev;
+        continue;
+      }
       p = morecore(units);
       if (p == NULL)
         return NULL;
@@ -82,6 +121,16 @@ static void free_unlocked(void *ptr) {
   if (ptr == NULL)
     return;
   struct header *bp = (struct header *)ptr - 1;
+  if (bp->units <= QUICK_UNITS) {
+    bp->next = quick[bp->units];
+    quick[bp->units] = bp;
+    return;
+  }
+  list_insert(bp);
+}
+
+// Put bp on the address-ordered list, merged with free neighbours.
+static void list_insert(struct header *bp) {
   // Find the free block p after which bp belongs in address order.
   struct header *p = freep;
   while (!(bp > p && bp < p->next)) {

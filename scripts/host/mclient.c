@@ -36,7 +36,9 @@
 // (-d, or SIGINT); once all have their K answers, a line on stderr says so
 // ("mclient: holding ..."), so a script can look at the server meanwhile.
 //
-// Output: one summary line on stdout (scripts parse it; keep the format),
+// Output: one summary line on stdout (scripts parse it; keep the format; its
+// last field, silent=N, counts the connections refused or failed without a
+// word: no connection, or no handshake answer, within 10 s, and no reset),
 // one line per priority when priorities are in use, progress on stderr once
 // a second when it is a terminal. Exit status 0 iff no answer was wrong, no
 // connection failed, and none was refused (unless --allow-refused).
@@ -249,6 +251,8 @@ static struct {
   long connected, refused, errors, sent, answered, wrong, late;
   long untried;                // --until-refused: connections never opened
   long held;                   // --requests: connections that have all their answers
+  long silent;                 // of refused/errors: no connection or handshake answer, no reset
+                               // either (a server over a limit should refuse, not ignore)
   int64_t last_answer;
 } st;
 
@@ -710,6 +714,7 @@ static int64_t run_timers(int64_t t) {
       const char *why = c->st == C_CONNECTING ? "connect timed out"
                       : c->st == C_HANDSHAKE ? "no handshake answer within 10 s"
                       : "no answer within 10 s";
+      st.silent += c->st == C_CONNECTING || c->st == C_HANDSHAKE;
       fail(c, why);
       continue;
     }
@@ -950,10 +955,10 @@ int main(int argc, char **argv) {
   int64_t *done = xmalloc(sizeof(int64_t) * (nrecords + 1));
   struct stats all = compute(1, 0, first, done);
   printf("mclient: conns=%d connected=%ld refused=%ld sent=%ld answered=%ld wrong=%ld errors=%ld "
-         "rps=%.1f p50_us=%lld p90_us=%lld p99_us=%lld max_us=%lld\n",
+         "rps=%.1f p50_us=%lld p90_us=%lld p99_us=%lld max_us=%lld silent=%ld\n",
          opt.conns, st.connected, st.refused, st.sent, st.answered, st.wrong, st.errors,
          (double)st.answered / elapsed, (long long)all.p50, (long long)all.p90,
-         (long long)all.p99, (long long)all.max);
+         (long long)all.p99, (long long)all.max, st.silent);
 
   // Priorities in use, ascending.
   int nprios = opt.prio >= 0 ? 1 : opt.prio_mod > 0 ? (opt.prio_mod < opt.conns ? opt.prio_mod : opt.conns) : 0;
@@ -977,10 +982,10 @@ int main(int argc, char **argv) {
       status = status ? status : 2;
     } else {
       fprintf(f, "{\"conns\": %d, \"connected\": %ld, \"refused\": %ld, \"sent\": %ld, "
-              "\"wrong\": %ld, \"errors\": %ld, \"late\": %ld, \"untried\": %ld, \"n\": %d, "
+              "\"wrong\": %ld, \"errors\": %ld, \"late\": %ld, \"untried\": %ld, \"silent\": %ld, \"n\": %d, "
               "\"interval_ms\": %g, \"duration_s\": %g, \"elapsed_s\": %.6f, \"base\": %s, ",
               opt.conns, st.connected, st.refused, st.sent, st.wrong, st.errors, st.late, st.untried,
-              opt.n,
+              st.silent, opt.n,
               opt.interval_ms, opt.duration_s, elapsed, opt.base ? "true" : "false");
       json_stats(f, &all, elapsed);
       fprintf(f, ",\n \"prio\": [");

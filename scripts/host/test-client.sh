@@ -69,7 +69,7 @@ trap '[ -n "$SPID" ] && kill "$SPID" 2> /dev/null' EXIT
 # field NAME FILE: NAME=value from the summary line (the first line of FILE).
 field() { head -1 "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
-SUMMARY_RE='^mclient: conns=[0-9]* connected=[0-9]* refused=[0-9]* sent=[0-9]* answered=[0-9]* wrong=[0-9]* errors=[0-9]* rps=[0-9.]* p50_us=[0-9]* p90_us=[0-9]* p99_us=[0-9]* max_us=[0-9]*$'
+SUMMARY_RE='^mclient: conns=[0-9]* connected=[0-9]* refused=[0-9]* sent=[0-9]* answered=[0-9]* wrong=[0-9]* errors=[0-9]* rps=[0-9.]* p50_us=[0-9]* p90_us=[0-9]* p99_us=[0-9]* max_us=[0-9]* silent=[0-9]*$'
 
 # client NAME [mclient options]: runs mclient against $PORT; RC is its status.
 # WHY: a sanitizer report, or no summary line in the expected format.
