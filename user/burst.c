@@ -1,6 +1,6 @@
 // burst: N connections to a matrix-echo server over loopback, all at once.
 //
-//   burst [-s] [-c max_conns] [-t timeout_ms] N PORT
+//   burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT
 //
 // N stackful coroutines each open a socket, connect to 127.0.0.1:PORT (async),
 // send one 15x15 request (framed, docs/PROTOCOL.md), read the answer and check
@@ -16,8 +16,8 @@
 // Then a few connections one after the other must be served: the server
 // still works after the burst. -s starts matrixd on PORT first (and waits
 // until it accepts connections) and kills it at the end, so that one boot
-// runs both: `user=burst,-s,200,8080`; -c passes matrixd its -c (connections
-// served at once; more are refused).
+// runs both: `user=burst,-s,200,8080`; -m and -c pass matrixd its model and
+// its -c (connections served at once; more are refused).
 //
 // Output (scripts/test.sh and scripts/bench-burst.sh parse it):
 //   burst: N=200 served 200 refused 0 failed 0; 181 ms, slowest 119 ms
@@ -48,6 +48,7 @@ static struct conn *conns;
 static int nconns, ndone, port;
 static long timeout_ms = 60000;
 static const char *server_max = "1024";   // matrixd -c
+static const char *server_model = "kcuc"; // matrixd -m
 static cid_t main_cid;
 static long slowest;
 
@@ -167,7 +168,7 @@ static void run(int n, int *count) {
 static int start_server(void) {
   char p[8];
   snprintf(p, sizeof p, "%d", port);
-  const char *argv[] = { "matrixd", "-p", p, "-c", server_max, "-q", 0 };
+  const char *argv[] = { "matrixd", "-p", p, "-m", server_model, "-c", server_max, "-q", 0 };
   int pid = spawn("matrixd", argv);
   if (pid < 0)
     return pid;
@@ -187,7 +188,7 @@ static int start_server(void) {
 }
 
 static void usage(void) {
-  fprintf(STDERR, "usage: burst [-s] [-c max_conns] [-t timeout_ms] N PORT  (N at most %d)\n", MAX_CONNS);
+  fprintf(STDERR, "usage: burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT  (N at most %d)\n", MAX_CONNS);
   exit(2);
 }
 
@@ -198,6 +199,8 @@ int main(int argc, char **argv) {
   for (; i < argc && argv[i][0] == '-'; i++)
     if (strcmp(argv[i], "-s") == 0)
       server = 1;
+    else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc)
+      server_model = argv[++i];
     else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
       server_max = argv[++i];
     else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
@@ -236,9 +239,28 @@ int main(int argc, char **argv) {
       break;
     }
   printf("\n");
-  for (int k = 0; k < AFTER; k++)
-    run(1, after);
-  printf("burst: after the burst: %d of %d served\n", after[E_SERVED], AFTER);
+  // The server may still be letting go of the burst's connections (a thread
+  // model reaps its threads after they end): a connection it refuses is
+  // tried again 100 ms later, for 30 s at most (a safety net). The time until
+  // the first one is served says how long it took to recover.
+  long t1 = uptime(), recovered = -1;
+  int retries = 0;
+  for (int k = 0; k < AFTER; k++) {
+    int one[E_ERROR + 1] = { 0 };
+    run(1, one);
+    if (one[E_REFUSED] + one[E_CLOSED] + one[E_RESET] && uptime() - t1 < 30000) {
+      retries++;
+      sleep(100);
+      k--;
+      continue;
+    }
+    if (one[E_SERVED] && recovered < 0)
+      recovered = uptime() - t1;
+    for (int e = 0; e <= E_ERROR; e++)
+      after[e] += one[e];
+  }
+  printf("burst: after the burst: %d of %d served (%d refused and tried again; the first served after %ld ms)\n",
+         after[E_SERVED], AFTER, retries, recovered);
   check("every-connection-served-or-refused", failed, 0);
   check("none-timed-out", count[E_TIMEOUT], 0);
   check("served-after-the-burst", after[E_SERVED], AFTER);
