@@ -4,6 +4,8 @@
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
 #   make bench-cost   guest instructions per matrixd request: matrix work, TCP/IP, the rest
+#   make bench-burst  1,000 connections at once to matrixd over loopback, in the guest
+#                     -> docs/results/burst.md
 #                     (-icount, profiler plugin) -> docs/results/cost.md
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
 #                     (about 15 minutes; QUICK=1: about 5, fewer points)
@@ -91,7 +93,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-micro bench-smp eval trace clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-burst bench-micro bench-smp eval trace clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -173,6 +175,10 @@ bench: $(KERNEL) client
 # profiler plugin: make qemu-n) -> docs/results/cost.md
 bench-cost: $(KERNEL) client qemu-n
 	@bash scripts/bench-cost.sh
+
+# N connections at once to matrixd over loopback, inside the guest -> docs/results/burst.md
+bench-burst: $(KERNEL)
+	@bash scripts/bench-burst.sh
 
 QUICK ?= 0
 eval: $(KERNEL) client

@@ -187,6 +187,14 @@ user_suite() {   # user_suite PREFIX
   # so that guest time is the same on every host: the test asks which process
   # finishes first, and that must not depend on host speed
   QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" priotest 1 priotest
+  # 200 connections at once to matrixd over loopback (user/burst.c starts it
+  # in the same boot): every one served, the answers checked, none hangs
+  user_prog "$prefix" burst-200 2 "burst,-s,200,8080"
+  if tr -d '\r' < "$LOGS/${prefix//\//-}burst-200.log" | grep -q "^burst: N=200 served 200 refused 0 failed 0;"; then
+    pass "${prefix}burst-200/all-served"
+  else
+    fail "${prefix}burst-200/all-served" "not every connection was served (see $LOGS/${prefix//\//-}burst-200.log)"
+  fi
   # connect gives up on a SYN nobody answers after lwIP's retransmissions
   # (about 20 s of guest time, which -icount sleep=off skips): -ETIMEDOUT
   QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" conntest-timeout 1 conntest,timeout

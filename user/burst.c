@@ -20,7 +20,7 @@
 // its -c (connections served at once; more are refused).
 //
 // Output (scripts/test.sh and scripts/bench-burst.sh parse it):
-//   burst: N=200 served 200 refused 0 failed 0; 181 ms, slowest 119 ms
+//   burst: N=200 served 200 refused 0 failed 0; 181 ms, slowest 119 ms; peak sockets 401
 //   burst: refusals: connect refused 0, closed 0, reset 0, no socket 0; failures: timed out 0, ...
 //   burst: after the burst: 10 of 10 served
 //   burst: PASS ... / FAIL ... lines (utest.h), and the exit status
@@ -51,6 +51,7 @@ static const char *server_max = "1024";   // matrixd -c
 static const char *server_model = "kcuc"; // matrixd -m
 static cid_t main_cid;
 static long slowest;
+static long peak_sockets;            // the most sockets alive in the kernel seen (both ends count)
 
 // The request's values: small, different per connection.
 static void fill(int64_t *a, int index) {
@@ -86,6 +87,9 @@ static enum end talk(struct conn *c, struct bufs *b) {
   }
   c->fd = (int)r;
   r = cops_async(SYS_connect, c->fd, IP4(127, 0, 0, 1), port);
+  long socks = kstat(KSTAT_SOCKETS);
+  if (socks > peak_sockets)
+    peak_sockets = socks;
   if (r == -ECONNREFUSED && !c->timed_out)
     return E_REFUSED;
   if (r < 0)
@@ -227,8 +231,8 @@ int main(int argc, char **argv) {
   long took = uptime() - t0;
   int refused = count[E_REFUSED] + count[E_CLOSED] + count[E_RESET] + count[E_NOSOCK];
   int failed = n - count[E_SERVED] - refused;
-  printf("burst: N=%d served %d refused %d failed %d; %ld ms, slowest %ld ms\n",
-         n, count[E_SERVED], refused, failed, took, slowest);
+  printf("burst: N=%d served %d refused %d failed %d; %ld ms, slowest %ld ms; peak sockets %ld\n",
+         n, count[E_SERVED], refused, failed, took, slowest, peak_sockets);
   printf("burst: refusals: connect refused %d, closed %d, reset %d, no socket %d; "
          "failures: timed out %d, wrong answer %d, error %d",
          count[E_REFUSED], count[E_CLOSED], count[E_RESET], count[E_NOSOCK], count[E_TIMEOUT],
