@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's connection burst, inside the guest: user/burst opens N connections
+# Issue 14's connection burst, inside the guest: burst (user/burst.c) opens N connections
 # to matrixd over loopback at once (async connects from N coroutines), sends
 # one checked 15x15 request on each, and counts what was served, refused
 # cleanly, or failed; then 10 more connections must be served. One boot per
