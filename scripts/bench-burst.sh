@@ -29,12 +29,12 @@ fi
 
 # name|burst arguments (after -s)|what limits it
 RUNS=(
-  "kcuc-1000|-m,kcuc,1000,8080|matrixd -c 1024 (default)"
-  "ktuc-1000|-m,ktuc,1000,8080|matrixd -c 1024 (default)"
-  "kcut-1000|-m,kcut,1000,8080|threads: 3 per connection, MAXTHREADS"
-  "ktut-1000|-m,ktut,1000,8080|threads: 3 per connection, MAXTHREADS"
+  "kcuc-1000|-m,kcuc,1000,8080|accept queue 255 (matrixd's backlog); matrixd -c 1024"
+  "ktuc-1000|-m,ktuc,1000,8080|accept queue 255 (matrixd's backlog); matrixd -c 1024"
+  "kcut-1000|-m,kcut,1000,8080|matrixd's threads: 3 per connection, MAXTHREADS 512"
+  "ktut-1000|-m,ktut,1000,8080|matrixd's threads: 3 per connection, MAXTHREADS 512"
   "kcuc-1000-c256|-m,kcuc,-c,256,1000,8080|matrixd -c 256"
-  "kcuc-1092-c1092|-m,kcuc,-c,1092,1092,8080|SOCK_MAX 2048 sockets in the kernel"
+  "kcuc-1092-c1092|-m,kcuc,-c,1092,1092,8080|SOCK_MAX 2048 sockets in the kernel; accept queue 255"
 )
 rows=()
 status=0
@@ -82,7 +82,7 @@ done
   echo "sockets alive in the kernel (KSTAT_SOCKETS, both ends of every connection and the"
   echo "listener) that burst saw as its connects completed. Logs: build/bench-burst/."
   echo
-  echo "| run | N | served | refused | failed | burst ms | slowest ms | peak sockets | limit that refuses | refusals by kind | after the burst |"
+  echo "| run | N | served | refused | failed | burst ms | slowest ms | peak sockets | limits in play | refusals by kind | after the burst |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
