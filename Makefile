@@ -4,6 +4,8 @@
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
 #   make bench-cost   guest instructions per matrixd request: matrix work, TCP/IP, the rest
+#   make bench-burst  1,000 connections at once to matrixd over loopback, in the guest
+#                     -> docs/results/burst.md
 #                     (-icount, profiler plugin) -> docs/results/cost.md
 #   make bench-conn   10,000 idle KCUC connections beside 128 active ones in 512 MiB -> docs/results/conn.md
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
@@ -92,7 +94,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-micro bench-smp eval trace clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-burst bench-micro bench-smp eval trace clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -178,6 +180,10 @@ bench-cost: $(KERNEL) client qemu-n
 # through QEMU's user network takes minutes) -> docs/results/conn.md
 bench-conn: $(KERNEL) client
 	@bash scripts/bench-conn.sh
+
+# N connections at once to matrixd over loopback, inside the guest -> docs/results/burst.md
+bench-burst: $(KERNEL)
+	@bash scripts/bench-burst.sh
 
 QUICK ?= 0
 eval: $(KERNEL) client

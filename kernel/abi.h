@@ -39,7 +39,8 @@
 #define SYS_uintr_recv 27 // uintr_recv()                          -> user address of this thread's receive page, or 0
 #define SYS_uintr_ret 28  // (user-interrupt entry only) acknowledge + uret in one trap; see below
 #define SYS_dup 29        // dup(int fd)                           -> the lowest free descriptor, for the same file
-#define NSYSCALL 30
+#define SYS_connect 30    // connect(int fd, uint32_t ip, int port) -> 0; ip in host order (127.0.0.1 = 0x7f000001)
+#define NSYSCALL 31
 
 // shutdown() directions
 #define SHUT_RD 0
@@ -120,6 +121,10 @@
 #define ENAMETOOLONG 36
 #define ENOSYS 38
 #define EINPROGRESS 115
+#define EADDRNOTAVAIL 99
+#define ENETUNREACH 101
+#define ETIMEDOUT 110
+#define ECONNREFUSED 111
 
 // ---- limits ----
 #define NOFILE 1100             // open descriptors per process by default (a server holds one per connection)

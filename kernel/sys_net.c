@@ -152,3 +152,25 @@ long sys_shutdown(struct thread *t, struct sysargs *sa, int may_block) {
     return err;
   return sa->a[1] > SHUT_RDWR ? -EINVAL : sock_shutdown(s, (int)sa->a[1]);
 }
+
+// connect(fd, ip, port): like accept, a call that starts something and then
+// waits for it (the handshake) on the socket's queue, in every kernel mode.
+// Arguments are checked before the socket's state (docs/ABI.md).
+long sys_connect(struct thread *t, struct sysargs *sa, int may_block) {
+  struct proc *p = t->proc;
+  long err = 0;
+  struct socket *s = arg_socket(p, sa, &err);
+  if (!s)
+    return err;
+  uint32_t ip = (uint32_t)sa->a[1];       // 32-bit arguments: their low half (the ABI's rule)
+  int32_t port = (int32_t)sa->a[2];
+  if (port <= 0 || port > 65535)
+    return -EINVAL;
+  for (;;) {
+    long r = sock_connect(s, ip, port);
+    if (r != -EAGAIN)
+      return r;
+    if ((r = sock_wait(p, sa, may_block, SOCK_CONNECT)) != 0)
+      return r;
+  }
+}

@@ -74,6 +74,7 @@ long sys_accept(struct thread *t, struct sysargs *sa, int may_block);
 long sys_recv(struct thread *t, struct sysargs *sa, int may_block);
 long sys_send(struct thread *t, struct sysargs *sa, int may_block);
 long sys_shutdown(struct thread *t, struct sysargs *sa, int may_block);
+long sys_connect(struct thread *t, struct sysargs *sa, int may_block);
 
 // Hand a call that returned WOULD_BLOCK to a kernel coroutine, chosen by the
 // process's kernel mode (KMODE_*; kernel/syswork.c). cid != 0: an async call

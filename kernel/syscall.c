@@ -429,12 +429,13 @@ static const syscall_fn calls[NSYSCALL] = {
   [SYS_accept] = sys_accept, [SYS_recv] = sys_recv,   [SYS_send] = sys_send,
   [SYS_shutdown] = sys_shutdown, [SYS_setkmode] = sys_setkmode,
   [SYS_uintr_recv] = sys_uintr_recv, [SYS_dup] = sys_dup,
+  [SYS_connect] = sys_connect,
 };
 
 // Calls that may wait, and so have an asynchronous form.
 static int can_be_async(uint64_t nr) {
   return nr == SYS_read || nr == SYS_write || nr == SYS_sleep || nr == SYS_wait ||
-         nr == SYS_accept || nr == SYS_recv || nr == SYS_send;
+         nr == SYS_accept || nr == SYS_recv || nr == SYS_send || nr == SYS_connect;
 }
 
 enum syscall_outcome syscall_dispatch(struct thread *t) {

@@ -13,7 +13,14 @@
 #define LWIP_SOCKET 0                // Coral's socket layer is net/socket.c
 #define LWIP_NETCONN 0
 #define LWIP_TIMERS 1                // sys_check_timeouts(), called by the timer coroutine
-#define LWIP_SINGLE_NETIF 1
+#define LWIP_SINGLE_NETIF 0          // the card and the loopback interface
+// Loopback (net/loopif.c): 127.0.0.1 on lwIP's own loop interface, and packets
+// to the guest's own address looped on the card's. lwIP queues such packets;
+// with NO_SYS nobody delivers them but netif_poll_all, which the loopback
+// coroutine calls whenever net_unlock sees a queue that is not empty.
+#define LWIP_NETIF_LOOPBACK 1
+#define LWIP_HAVE_LOOPIF 1
+#define LWIP_NETIF_LOOPBACK_MULTITHREADING 0
 
 // ---- memory: everything comes from kmalloc, so the kernel's memory counters
 // see lwIP's heap, and nothing is reserved up front. Pools become kmalloc

@@ -36,9 +36,12 @@ static int timer_poll(void *arg) {
   uint64_t deadline = sleep_ms == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? UINT64_MAX
                                                                  : rdtime() + ms_to_ticks(sleep_ms);
   armed_deadline = deadline;
+  cid_t loop = loopif_kick_locked();   // a retransmission may have gone to loopback
   spin_unlock(&lock);                // not net_unlock: nothing to re-arm
   if (deadline != UINT64_MAX)
     timer_add(deadline, kco_current());
+  if (loop)
+    kco_wake(loop);
   return CO_PENDING;
 }
 
@@ -54,9 +57,12 @@ void net_unlock(void) {
       rearm = 1;
     }
   }
+  cid_t loop = loopif_kick_locked();   // packets queued for loopback: deliver them
   spin_unlock(&lock);
   if (rearm)
     kco_wake(timer_cid);
+  if (loop)
+    kco_wake(loop);
 }
 
 int net_started(void) { return __atomic_load_n(&started, __ATOMIC_ACQUIRE); }
@@ -70,6 +76,8 @@ int net_start(void) {
     tried = 1;
     lwip_init();
     err = netif_virtio_start();
+    if (err == 0)
+      err = loopif_start();
     if (err == 0) {
       int64_t cid = kco_spawn(timer_poll, 0, NET_PRIO);
       if (cid < 0)

@@ -36,4 +36,8 @@ int netif_virtio_start(void);        // add the interface and start the receive 
 void netif_count_tx(int sent);      // net/net.c, with the lock held
 void netif_count_rx(int accepted);
 
+// net/loopif.c: loopback delivery (127.0.0.1, and the guest's own address)
+int loopif_start(void);              // its coroutine; net_start calls it
+uint64_t loopif_kick_locked(void);   // with the lock held: the coroutine to wake (a cid) if packets wait, else 0
+
 #endif

@@ -17,7 +17,7 @@
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h"
 
-enum sock_state { S_NEW, S_BOUND, S_LISTEN, S_CONN, S_CLOSED };
+enum sock_state { S_NEW, S_BOUND, S_LISTEN, S_CONN, S_CLOSED, S_CONNECTING };
 
 struct socket {
   int refs;                      // the descriptor's and every call in flight's
@@ -28,6 +28,7 @@ struct socket {
   int rx_eof;                    // the peer sent FIN
   int err;                       // -ECONNRESET, ... once the connection failed
   int rd_shut, wr_shut;          // shutdown() directions
+  int conn_new;                  // connect() completed and no connect call has said so yet
   // a listener: connections waiting for accept (each holds one reference)
   struct socket *aq_head, *aq_tail, *aq_next;
   int aq_len, backlog;
@@ -70,6 +71,14 @@ static int lwip_errno(err_t err) {
   }
 }
 
+// How a connection that never came up failed. lwIP frees a SYN_SENT pcb with
+// ERR_RST when the peer answers the SYN with a reset (nobody listens), and with
+// ERR_ABRT when its SYN retransmissions ran out (we never abort a connecting
+// pcb while our callbacks are attached: close detaches them first).
+static int connect_errno(err_t err) {
+  return err == ERR_RST ? -ECONNREFUSED : err == ERR_ABRT ? -ETIMEDOUT : lwip_errno(err);
+}
+
 // ---- lwIP callbacks (network lock held) ----
 static err_t recv_cb(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) {
   struct socket *s = arg;
@@ -99,7 +108,7 @@ static err_t sent_cb(void *arg, struct tcp_pcb *pcb, u16_t len) {
 static void err_cb(void *arg, err_t err) {
   struct socket *s = arg;
   s->pcb = 0;
-  s->err = lwip_errno(err);
+  s->err = s->state == S_CONNECTING ? connect_errno(err) : lwip_errno(err);
   stats.resets++;
   wake(s);
 }
@@ -351,6 +360,50 @@ int sock_shutdown(struct socket *s, int how) {
   return r;
 }
 
+// The handshake of a connection we opened completed (lwIP passes ERR_OK).
+static err_t connected_cb(void *arg, struct tcp_pcb *pcb, err_t err) {
+  struct socket *s = arg;
+  (void)pcb;
+  (void)err;
+  s->state = S_CONN;
+  s->conn_new = 1;
+  wake(s);
+  return ERR_OK;
+}
+
+// Addresses a TCP connection can never go to: 0.0.0.0/8, multicast
+// (224/4) and the reserved block with the broadcast address (240/4).
+static int ip_unreachable(uint32_t ip) {
+  return (ip >> 24) == 0 || (ip >> 28) >= 14;
+}
+
+int sock_connect(struct socket *s, uint32_t ip, int port) {
+  if (port <= 0 || port > 65535)
+    return -EINVAL;
+  if (ip_unreachable(ip))
+    return -ENETUNREACH;
+  net_lock();
+  int r;
+  if ((s->state == S_NEW || s->state == S_BOUND) && s->pcb) {
+    ip_addr_t addr;
+    ip_addr_set_ip4_u32(&addr, lwip_htonl(ip));
+    // Sends the SYN (or queues it for the loopback coroutine): never done at once.
+    err_t e = tcp_connect(s->pcb, &addr, (u16_t)port, connected_cb);
+    if (e == ERR_OK)
+      s->state = S_CONNECTING;
+    r = e == ERR_OK ? -EAGAIN : e == ERR_RTE ? -ENETUNREACH : e == ERR_USE ? -EADDRINUSE
+        : e == ERR_BUF ? -EADDRNOTAVAIL : lwip_errno(e);
+  } else if (s->state == S_CONNECTING)
+    r = s->err ? s->err : -EAGAIN;   // still going, or failed (the socket is spent then)
+  else if (s->state == S_CONN) {
+    r = s->conn_new ? 0 : -EISCONN;  // the call that waited for it gets 0, later ones -EISCONN
+    s->conn_new = 0;
+  } else
+    r = s->state == S_CLOSED ? -EBADF : -EINVAL;   // a listener (or a socket without a pcb)
+  net_unlock();
+  return r;
+}
+
 // Let go of a connection's pcb: detach our callbacks, then close it gracefully
 // (FIN), or reset it if there is unread data or lwIP cannot close it now.
 static void release_conn_pcb(struct socket *s) {
@@ -416,6 +469,8 @@ int sock_ready(struct socket *s, enum sock_op op) {
     r = 1;
   else if (op == SOCK_ACCEPT)
     r = s->state != S_LISTEN || s->aq_head;
+  else if (op == SOCK_CONNECT)
+    r = s->state != S_CONNECTING || s->err || !s->pcb;
   else if (s->state != S_CONN || s->err || !s->pcb)
     r = 1;
   else if (op == SOCK_RECV)

@@ -23,7 +23,7 @@
 
 struct socket;
 
-enum sock_op { SOCK_ACCEPT, SOCK_RECV, SOCK_SEND };
+enum sock_op { SOCK_ACCEPT, SOCK_RECV, SOCK_SEND, SOCK_CONNECT };
 
 int sock_create(struct socket **out);                 // 0, -ENOMEM, -EMFILE (SOCK_MAX reached), -ENODEV
 int sock_bind(struct socket *s, int port);            // 0, -EINVAL, -EADDRINUSE
@@ -38,6 +38,10 @@ int sock_refuse(struct socket *s);
 // -ECONNRESET... send: bytes queued (at least 1), -EAGAIN, -EPIPE, -ECONNRESET...
 long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n);
 long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n);
+// Start a connection to ip:port (ip in host order), or report on the one
+// started: -EAGAIN while the handshake runs, then 0 (once; -EISCONN after),
+// or -ECONNREFUSED / -ETIMEDOUT (the socket is spent), -ENETUNREACH, -EINVAL.
+int sock_connect(struct socket *s, uint32_t ip, int port);
 int sock_shutdown(struct socket *s, int how);         // 0, -EINVAL, -ENOTCONN
 void sock_close(struct socket *s);                    // the descriptor is gone: shut down, drop its reference
 

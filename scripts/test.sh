@@ -153,7 +153,8 @@ part_done kernel
 # ---- 2b. user programs that test the system from user space, on 1 and 2 harts:
 #      usertests (every system call with bad input, faults, kills, leaks),
 #      coptest (the COPS API on the vDSO executor), asynctest (async calls,
-#      completion ring, user interrupts), threadtest, socktest, priotest,
+#      completion ring, user interrupts), threadtest, socktest, conntest
+#      (connect and loopback), priotest,
 #      cputest, cestest (CES mutexes) and the paper's two examples. Each
 #      prints "<prog>: PASS|FAIL name". user_suite runs them all on the QEMU in $QEMU with -cpu $QEMU_CPU;
 #      it runs once on stock QEMU (emulated user interrupts) and once on ours
@@ -172,7 +173,7 @@ user_prog() {
 
 user_suite() {   # user_suite PREFIX
   local prefix=$1 prog smp kmode
-  for prog in usertests coptest asynctest threadtest socktest; do
+  for prog in usertests coptest asynctest threadtest socktest conntest; do
     for smp in 1 2; do
       user_prog "$prefix" "$prog-smp$smp" $smp $prog
     done
@@ -186,6 +187,17 @@ user_suite() {   # user_suite PREFIX
   # so that guest time is the same on every host: the test asks which process
   # finishes first, and that must not depend on host speed
   QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" priotest 1 priotest
+  # 200 connections at once to matrixd over loopback (user/burst.c starts it
+  # in the same boot): every one served, the answers checked, none hangs
+  user_prog "$prefix" burst-200 2 "burst,-s,200,8080"
+  if tr -d '\r' < "$LOGS/${prefix//\//-}burst-200.log" | grep -q "^burst: N=200 served 200 refused 0 failed 0;"; then
+    pass "${prefix}burst-200/all-served"
+  else
+    fail "${prefix}burst-200/all-served" "not every connection was served (see $LOGS/${prefix//\//-}burst-200.log)"
+  fi
+  # connect gives up on a SYN nobody answers after lwIP's retransmissions
+  # (about 20 s of guest time, which -icount sleep=off skips): -ETIMEDOUT
+  QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" conntest-timeout 1 conntest,timeout
   # alloc_cpu: one process's executor on two threads (needs 2 harts or more)
   for smp in 2 4; do
     user_prog "$prefix" "cputest-smp$smp" $smp cputest

@@ -225,6 +225,10 @@ const char *errname(long err) {
   case ENAMETOOLONG: return "ENAMETOOLONG";
   case ENOSYS: return "ENOSYS";
   case EINPROGRESS: return "EINPROGRESS";
+  case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+  case ENETUNREACH: return "ENETUNREACH";
+  case ETIMEDOUT: return "ETIMEDOUT";
+  case ECONNREFUSED: return "ECONNREFUSED";
   default: return "";
   }
 }

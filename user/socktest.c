@@ -163,8 +163,8 @@ int main(int argc, char **argv) {
   // the baseline after that, with the machine at rest (KSTAT_QUIET, as in
   // threadtest: init may not have blocked in its wait yet).
   close(socket());
-  long objs0 = kstat(KSTAT_KMALLOC_OBJECTS | KSTAT_QUIET) - kstat(KSTAT_CACHE_OBJECTS);
-  long bytes0 = kstat(KSTAT_KMALLOC_BYTES | KSTAT_QUIET) - kstat(KSTAT_CACHE_BYTES);
+  long objs0, bytes0;
+  utest_kmalloc(&objs0, &bytes0);
   test_bad_arguments();
   for (int mode = KMODE_COROUTINE; mode <= KMODE_POLLER; mode++) {
     test_close_wakes(mode);
@@ -173,20 +173,6 @@ int main(int argc, char **argv) {
   setkmode(KMODE_COROUTINE);
   test_many();
   check("no-sockets-left", kstat(KSTAT_SOCKETS), 0);
-  int same = 0;
-  for (int i = 0; i < 3000 && !same; i++) {   // 30 s at most: a safety net
-    same = kstat(KSTAT_KMALLOC_OBJECTS | KSTAT_QUIET) - kstat(KSTAT_CACHE_OBJECTS) == objs0 &&
-           kstat(KSTAT_KMALLOC_BYTES | KSTAT_QUIET) - kstat(KSTAT_CACHE_BYTES) == bytes0;
-    if (!same)
-      sleep(10);
-  }
-  // Without the kernel's grow-once caches: a timer heap may have grown.
-  check("kmalloc-back-to-baseline", same, 1);
-  if (!same)
-    printf("socktest: kmalloc objects %ld (was %ld), bytes %ld (was %ld); tcp pcbs %ld, "
-           "sockets %ld, kernel coroutines %ld, free pages %ld\n",
-           kstat(KSTAT_KMALLOC_OBJECTS) - kstat(KSTAT_CACHE_OBJECTS), objs0,
-           kstat(KSTAT_KMALLOC_BYTES) - kstat(KSTAT_CACHE_BYTES), bytes0, kstat(KSTAT_TCP_PCBS),
-           kstat(KSTAT_SOCKETS), kstat(KSTAT_LIVE_COROUTINES), kstat(KSTAT_FREE_PAGES));
+  utest_check_kmalloc_baseline(objs0, bytes0);
   return utest_summary();
 }

@@ -44,6 +44,10 @@ int accept(int fd);
 long recv(int fd, void *buf, long n);
 long send(int fd, const void *buf, long n);
 int shutdown(int fd, int how);
+// Waits until the connection is up or has failed: -ECONNREFUSED, -ETIMEDOUT,
+// -ENETUNREACH... ip in host order; IP4(127, 0, 0, 1) is the loopback interface.
+int connect(int fd, uint32_t ip, int port);
+#define IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
 int setkmode(int mode);       // KMODE_*: how the kernel serves calls that wait; returns the old mode
 long uintr_recv(void);        // this thread's receive page on the user-interrupt controller, or 0
 int dup(int fd);              // a second descriptor (the lowest free) for fd's file, or -EBADF / -EMFILE

@@ -9,7 +9,7 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace cestest
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace cestest conntest burst
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 # Programs built from more than user/NAME.c: their extra objects. matrixd is the
@@ -17,7 +17,7 @@ UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 # core + the protocol).
 MATRIXD_OBJS := $(BUILD)/user/matrixd_uc.o $(BUILD)/user/matrixd_ut.o $(BUILD)/user/matrixd_core.o \
                 $(BUILD)/user/matrix_proto.o
-MULTI_BINS := $(BUILD)/user/bin/matrixd
+MULTI_BINS := $(BUILD)/user/bin/matrixd $(BUILD)/user/bin/burst
 SIMPLE_BINS := $(filter-out $(MULTI_BINS),$(UBINS))
 
 UCFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g \
@@ -55,6 +55,12 @@ $(BUILD)/user/matrixd.o $(MATRIXD_OBJS): user/matrixd.h user/matrix_proto.h
 $(BUILD)/user/bin/matrixd: $(BUILD)/user/matrixd.o $(MATRIXD_OBJS) $(ULIB) user/user.ld
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) $(ULIB) $(BUILD)/user/matrixd.o $(MATRIXD_OBJS) -o $@
+
+# burst (the loopback burst client) checks answers with the protocol engine.
+$(BUILD)/user/burst.o: user/matrix_proto.h
+$(BUILD)/user/bin/burst: $(BUILD)/user/burst.o $(BUILD)/user/matrix_proto.o $(ULIB) user/user.ld
+	@mkdir -p $(dir $@)
+	$(CC) $(UCFLAGS) $(ULIB) $(BUILD)/user/burst.o $(BUILD)/user/matrix_proto.o -o $@
 
 .PHONY: uprogs
 uprogs: $(UBINS)

@@ -1,0 +1,277 @@
+// burst: N connections to a matrix-echo server over loopback, all at once.
+//
+//   burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT
+//
+// N stackful coroutines each open a socket, connect to 127.0.0.1:PORT (async),
+// send one 15x15 request (framed, docs/PROTOCOL.md), read the answer and check
+// it against their own A*A, then close. Every connection ends one of three ways:
+//   served   the right answer came back
+//   refused  connect was refused, or the server closed or reset the
+//            connection before answering (matrixd over its -c limit, the
+//            kernel's accept queue or socket limit), or socket() itself
+//            failed at once (the kernel's socket limit): a clean "no"
+//   failed   anything else: a wrong answer, an unexpected error, or no end
+//            within the per-connection timeout (-t, 60 s by default), after
+//            which a watchdog closes the socket, so nothing hangs
+// Then a few connections one after the other must be served: the server
+// still works after the burst. -s starts matrixd on PORT first (and waits
+// until it accepts connections) and kills it at the end, so that one boot
+// runs both: `user=burst,-s,200,8080`; -m and -c pass matrixd its model and
+// its -c (connections served at once; more are refused).
+//
+// Output (scripts/test.sh and scripts/bench-burst.sh parse it):
+//   burst: N=200 served 200 refused 0 failed 0; 181 ms, slowest 119 ms; peak sockets 401
+//   burst: refusals: connect refused 0, closed 0, reset 0, no socket 0; failures: timed out 0, ...
+//   burst: after the burst: 10 of 10 served
+//   burst: PASS ... / FAIL ... lines (utest.h), and the exit status
+#include "ulib.h"
+#include "cops.h"
+#include "matrix_proto.h"
+#include "utest.h"
+
+#define N_MAT 15
+#define AFTER 10                     // connections tried one by one after the burst
+#define MAX_CONNS (NOFILE - 8)       // descriptors this process can hold at once
+
+enum end { E_NONE, E_SERVED, E_REFUSED, E_CLOSED, E_RESET, E_NOSOCK, E_TIMEOUT, E_WRONG, E_ERROR };
+
+struct conn {
+  int fd;                            // -1 when closed
+  int index;
+  long started;                      // uptime() when the connection began
+  enum end end;
+  long err;                          // E_ERROR: the errno
+  int timed_out;                     // the watchdog closed fd
+};
+
+static struct conn *conns;
+static int nconns, ndone, port;
+static long timeout_ms = 60000;
+static const char *server_max = "1024";   // matrixd -c
+static const char *server_model = "kcuc"; // matrixd -m
+static cid_t main_cid;
+static long slowest;
+static long peak_sockets;            // the most sockets alive in the kernel seen (both ends count)
+
+// The request's values: small, different per connection.
+static void fill(int64_t *a, int index) {
+  for (int i = 0; i < N_MAT * N_MAT; i++)
+    a[i] = (index * 31 + i * 7) % 100;
+}
+
+// One connection's buffers: the request as sent, the answer expected and got.
+struct bufs {
+  int64_t a[N_MAT * N_MAT], want[N_MAT * N_MAT], got[N_MAT * N_MAT];
+  char req[MP_REQ_BYTES(N_MAT)];
+  char ans[MP_ANSWER_BYTES(N_MAT)];
+};
+
+// How a failed call ends the connection: the server said no (a reset or
+// close before the answer), the watchdog closed it, or something else.
+static enum end ended(struct conn *c, long r) {
+  if (c->timed_out)
+    return E_TIMEOUT;
+  if (r == 0)
+    return E_CLOSED;
+  if (r == -ECONNRESET || r == -ECONNABORTED || r == -EPIPE)
+    return E_RESET;
+  c->err = r;
+  return E_ERROR;
+}
+
+static enum end talk(struct conn *c, struct bufs *b) {
+  long r = socket();
+  if (r < 0) {
+    c->err = r;
+    return E_NOSOCK;
+  }
+  c->fd = (int)r;
+  r = cops_async(SYS_connect, c->fd, IP4(127, 0, 0, 1), port);
+  long socks = kstat(KSTAT_SOCKETS);
+  if (socks > peak_sockets)
+    peak_sockets = socks;
+  if (r == -ECONNREFUSED && !c->timed_out)
+    return E_REFUSED;
+  if (r < 0)
+    return ended(c, r);
+  fill(b->a, c->index);
+  mp_square(b->a, N_MAT, b->want);
+  size_t len = mp_format_matrix(b->a, N_MAT, 1, b->req, sizeof b->req);
+  for (size_t off = 0; off < len; off += (size_t)r)
+    if ((r = cops_async(SYS_send, c->fd, (long)(b->req + off), (long)(len - off))) <= 0)
+      return ended(c, r);
+  size_t got = 0;
+  while (got == 0 || b->ans[got - 1] != '\n') {
+    if (got == sizeof b->ans)
+      return E_WRONG;
+    if ((r = cops_async(SYS_recv, c->fd, (long)(b->ans + got), (long)(sizeof b->ans - got))) <= 0)
+      return ended(c, r);
+    got += (size_t)r;
+  }
+  if (mp_parse_answer(b->ans, got, b->got, N_MAT * N_MAT) != N_MAT * N_MAT)
+    return E_WRONG;
+  for (int i = 0; i < N_MAT * N_MAT; i++)
+    if (b->got[i] != b->want[i])
+      return E_WRONG;
+  return E_SERVED;
+}
+
+static void conn_main(void *arg) {
+  struct conn *c = arg;
+  struct bufs *b = malloc(sizeof *b);
+  c->started = uptime();
+  c->end = b ? talk(c, b) : E_NOSOCK;
+  free(b);
+  if (c->fd >= 0 && !c->timed_out)
+    close(c->fd);
+  c->fd = -1;
+  long took = uptime() - c->started;
+  if (took > slowest)
+    slowest = took;
+  if (++ndone == nconns)
+    cops_wake(main_cid);
+}
+
+// Closes the socket of every connection past its timeout: the call it waits
+// in ends with -EBADF, and the connection counts as timed out.
+static void watchdog(void *arg) {
+  (void)arg;
+  while (ndone < nconns) {
+    cops_async(SYS_sleep, 100, 0, 0);
+    long now = uptime();
+    for (int i = 0; i < nconns; i++) {
+      struct conn *c = &conns[i];
+      if (c->fd >= 0 && !c->timed_out && now - c->started > timeout_ms) {
+        c->timed_out = 1;
+        close(c->fd);
+      }
+    }
+  }
+}
+
+// Runs n connections at once (n = 1: one at a time); returns how many ended each way.
+static void run(int n, int *count) {
+  nconns = n;
+  ndone = 0;
+  for (int i = 0; i < n; i++) {
+    conns[i] = (struct conn){ .fd = -1, .index = i, .started = uptime() };
+    if (cops_spawn_stackful(conn_main, &conns[i], COPS_MAIN_PRIO) < 0) {
+      conns[i].end = E_NOSOCK;
+      ndone++;
+    }
+  }
+  cops_spawn_stackful(watchdog, 0, COPS_MAIN_PRIO);
+  while (ndone < nconns)
+    cops_block();
+  for (int i = 0; i < n; i++)
+    count[conns[i].end]++;
+}
+
+// -s: start matrixd on port and wait until it accepts connections (a
+// refused connect means it is not listening yet; 30 s at most: a safety net).
+static int start_server(void) {
+  char p[8];
+  snprintf(p, sizeof p, "%d", port);
+  const char *argv[] = { "matrixd", "-p", p, "-m", server_model, "-c", server_max, "-q", 0 };
+  int pid = spawn("matrixd", argv);
+  if (pid < 0)
+    return pid;
+  for (int i = 0; i < 3000; i++) {
+    int fd = socket();
+    long r = connect(fd, IP4(127, 0, 0, 1), port);
+    close(fd);
+    if (r == 0)
+      return pid;
+    if (r != -ECONNREFUSED)
+      break;
+    sleep(10);
+  }
+  kill(pid);
+  wait(pid, 0);
+  return -ETIMEDOUT;
+}
+
+static void usage(void) {
+  fprintf(STDERR, "usage: burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT  (N at most %d)\n", MAX_CONNS);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  utest_prog = "burst";
+  main_cid = cops_current();
+  int server = 0, i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++)
+    if (strcmp(argv[i], "-s") == 0)
+      server = 1;
+    else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc)
+      server_model = argv[++i];
+    else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
+      server_max = argv[++i];
+    else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      timeout_ms = atoi(argv[++i]);
+    else
+      usage();
+  if (argc - i != 2)
+    usage();
+  int n = atoi(argv[i]);
+  port = atoi(argv[i + 1]);
+  if (n < 1 || n > MAX_CONNS || port < 1 || port > 65535)
+    usage();
+  int pid = server ? start_server() : 0;
+  if (pid < 0) {
+    printf("burst: cannot start matrixd on port %d: %s\n", port, errname(pid));
+    return 1;
+  }
+  conns = malloc((size_t)n * sizeof *conns);
+  if (!conns)
+    return 1;
+  int count[E_ERROR + 1] = { 0 }, after[E_ERROR + 1] = { 0 };
+  long t0 = uptime();
+  run(n, count);
+  long took = uptime() - t0;
+  int refused = count[E_REFUSED] + count[E_CLOSED] + count[E_RESET] + count[E_NOSOCK];
+  int failed = n - count[E_SERVED] - refused;
+  printf("burst: N=%d served %d refused %d failed %d; %ld ms, slowest %ld ms; peak sockets %ld\n",
+         n, count[E_SERVED], refused, failed, took, slowest, peak_sockets);
+  printf("burst: refusals: connect refused %d, closed %d, reset %d, no socket %d; "
+         "failures: timed out %d, wrong answer %d, error %d",
+         count[E_REFUSED], count[E_CLOSED], count[E_RESET], count[E_NOSOCK], count[E_TIMEOUT],
+         count[E_WRONG], count[E_ERROR]);
+  for (int k = 0; k < n; k++)
+    if (conns[k].end == E_ERROR || conns[k].end == E_NOSOCK) {
+      printf(" (first: %s)", errname(conns[k].err));
+      break;
+    }
+  printf("\n");
+  // The server may still be letting go of the burst's connections (a thread
+  // model reaps its threads after they end): a connection it refuses is
+  // tried again 100 ms later, for 30 s at most (a safety net). The time until
+  // the first one is served says how long it took to recover.
+  long t1 = uptime(), recovered = -1;
+  int retries = 0;
+  for (int k = 0; k < AFTER; k++) {
+    int one[E_ERROR + 1] = { 0 };
+    run(1, one);
+    if (one[E_REFUSED] + one[E_CLOSED] + one[E_RESET] && uptime() - t1 < 30000) {
+      retries++;
+      sleep(100);
+      k--;
+      continue;
+    }
+    if (one[E_SERVED] && recovered < 0)
+      recovered = uptime() - t1;
+    for (int e = 0; e <= E_ERROR; e++)
+      after[e] += one[e];
+  }
+  printf("burst: after the burst: %d of %d served (%d refused and tried again; the first served after %ld ms)\n",
+         after[E_SERVED], AFTER, retries, recovered);
+  check("every-connection-served-or-refused", failed, 0);
+  check("none-timed-out", count[E_TIMEOUT], 0);
+  check("served-after-the-burst", after[E_SERVED], AFTER);
+  if (server) {
+    kill(pid);
+    int status = 0;
+    wait(pid, &status);
+  }
+  return utest_summary();
+}

@@ -1,0 +1,289 @@
+// conntest: outbound connections (connect) and the loopback interface, in
+// every kernel mode.
+//
+// A server and a client in this one process talk over 127.0.0.1 (and over the
+// guest's own address, looped on the card's interface): coroutines with async
+// calls, and threads with synchronous ones. A closed port is refused at once;
+// bad descriptors and arguments get their documented errors; a connect that is
+// closed or killed while its SYN goes unanswered (127.0.0.2: routed to the
+// loop interface, which drops it, as nothing has that address) ends and leaves
+// nothing behind. Waits are for events (a counter, a completion), each with a
+// generous safety net. `conntest timeout` (run under -icount, where the guest's
+// 20 s pass quickly) waits for lwIP to give up on the SYN: -ETIMEDOUT.
+#include "ulib.h"
+#include "cops.h"
+#include "utest.h"
+
+static const char *mode_name[] = { "kc", "kt", "poll" };
+#define LOOPBACK IP4(127, 0, 0, 1)
+#define BLACKHOLE IP4(127, 0, 0, 2)
+#define SELF IP4(10, 0, 2, 15)
+#define BIG 20000                          // more than a window: flow control on loopback
+
+static char name_buf[64];
+static const char *name(int mode, const char *what) {
+  snprintf(name_buf, sizeof name_buf, "%s-%s", mode_name[mode], what);
+  return name_buf;
+}
+
+static int listener(int port) {
+  int s = socket();
+  if (s < 0 || bind(s, port) < 0 || listen(s, 8) < 0)
+    return -1;
+  return s;
+}
+
+// Wait (a safety net of 30 s) until a kernel counter reaches want.
+static long wait_kstat(int what, long want) {
+  long v = kstat(what);
+  for (int i = 0; i < 3000 && v != want; i++) {
+    sleep(10);
+    v = kstat(what);
+  }
+  return v;
+}
+
+// Transfers in one direction, through either call form.
+static long xfer(int async, int is_send, int fd, char *buf, long n) {
+  long done = 0;
+  while (done < n) {
+    long r = async ? cops_async(is_send ? SYS_send : SYS_recv, fd, (long)(buf + done), n - done)
+                   : is_send ? send(fd, buf + done, n - done) : recv(fd, buf + done, n - done);
+    if (r <= 0)
+      return done ? done : r;
+    done += r;
+  }
+  return done;
+}
+
+// The echo server: accept one connection, send back what arrives until the
+// peer shuts down, then close. Async calls from a coroutine, or sync calls
+// from a thread.
+static volatile long server_result;
+static volatile int server_done;
+static cid_t main_cid;
+static void serve(int lfd, int async) {
+  static char buf[4096];
+  long c = async ? cops_async(SYS_accept, lfd, 0, 0) : accept(lfd);
+  long total = c < 0 ? c : 0;
+  while (c >= 0) {
+    long r = async ? cops_async(SYS_recv, c, (long)buf, sizeof buf) : recv((int)c, buf, sizeof buf);
+    if (r <= 0 || xfer(async, 1, (int)c, buf, r) != r)
+      break;
+    total += r;
+  }
+  if (c >= 0)
+    close((int)c);
+  server_result = total;
+  server_done = 1;
+}
+static void server_co(void *arg) {
+  serve((int)(long)arg, 1);
+  cops_wake(main_cid);
+}
+static int server_thread(void *arg) {
+  serve((int)(long)arg, 0);
+  return 0;
+}
+
+static long do_connect(int async, int fd, uint32_t ip, int port) {
+  return async ? cops_async(SYS_connect, fd, (long)ip, port) : connect(fd, ip, port);
+}
+
+// One echo session: connect, BIG bytes there and back, half-close, EOF.
+static void echo(int mode, int async, uint32_t ip, int port, const char *what) {
+  static char out[BIG], in[BIG];
+  char n1[48];
+  int lfd = listener(port);
+  server_done = 0;
+  server_result = 0;
+  int tid = -1;
+  if (async)
+    cops_spawn_stackful(server_co, (void *)(long)lfd, COPS_MAIN_PRIO);
+  else
+    tid = uthread_create(server_thread, (void *)(long)lfd);
+  int fd = socket();
+  snprintf(n1, sizeof n1, "%s-connect", what);
+  check(name(mode, n1), do_connect(async, fd, ip, port), 0);
+  snprintf(n1, sizeof n1, "%s-connect-again", what);
+  check(name(mode, n1), connect(fd, ip, port), -EISCONN);
+  snprintf(n1, sizeof n1, "%s-bind-connected", what);
+  check(name(mode, n1), bind(fd, 7000), -EINVAL);
+  snprintf(n1, sizeof n1, "%s-listen-connected", what);
+  check(name(mode, n1), listen(fd, 1), -EINVAL);
+  for (int i = 0; i < BIG; i++)
+    out[i] = (char)(i * 7 + mode);
+  // In chunks that the windows hold: the echo server stops reading while its
+  // answer waits for us to read, and we read only after sending the chunk.
+  long chunk = 4000;
+  int same = 1;
+  for (long off = 0; off < BIG; off += chunk) {
+    long m = off + chunk > BIG ? BIG - off : chunk;
+    if (xfer(async, 1, fd, out + off, m) != m || xfer(async, 0, fd, in + off, m) != m)
+      same = 0;
+  }
+  for (int i = 0; i < BIG && same; i++)
+    same = in[i] == out[i];
+  snprintf(n1, sizeof n1, "%s-echo-%d-bytes", what, BIG);
+  check(name(mode, n1), same, 1);
+  shutdown(fd, SHUT_WR);
+  snprintf(n1, sizeof n1, "%s-eof", what);
+  check(name(mode, n1), async ? cops_async(SYS_recv, fd, (long)in, 1) : recv(fd, in, 1), 0);
+  if (async)
+    while (!server_done)
+      cops_block();
+  else
+    uthread_join(tid, 0);
+  snprintf(n1, sizeof n1, "%s-server-echoed", what);
+  check(name(mode, n1), server_result, BIG);
+  close(fd);
+  close(lfd);
+}
+
+// connect waits on a SYN nobody answers; main closes the socket under it.
+static volatile long conn_result;
+static volatile int conn_done;
+static void connector_co(void *arg) {
+  conn_result = cops_async(SYS_connect, (long)arg, BLACKHOLE, 80);
+  conn_done = 1;
+  cops_wake(main_cid);
+}
+static int connector_thread(void *arg) {
+  conn_result = connect((int)(long)arg, BLACKHOLE, 80);
+  conn_done = 1;
+  return 0;
+}
+
+static void close_mid_connect(int mode, int async) {
+  long pcbs0 = kstat(KSTAT_TCP_PCBS), socks0 = kstat(KSTAT_SOCKETS);
+  int fd = socket();
+  conn_done = 0;
+  int tid = -1;
+  if (async) {
+    cops_spawn_stackful(connector_co, (void *)(long)fd, COPS_MAIN_PRIO);
+    cops_yield();                        // it runs until its connect waits
+  } else
+    tid = uthread_create(connector_thread, (void *)(long)fd);
+  // The SYN has gone once the pcb is on lwIP's active list (a new socket's
+  // pcb is not counted until then).
+  check(name(mode, async ? "async-connect-in-progress" : "sync-connect-in-progress"),
+        wait_kstat(KSTAT_TCP_PCBS, pcbs0 + 1), pcbs0 + 1);
+  check(name(mode, async ? "async-connect-still-waiting" : "sync-connect-still-waiting"), conn_done, 0);
+  close(fd);
+  if (async)
+    while (!conn_done)
+      cops_block();
+  else
+    uthread_join(tid, 0);
+  check(name(mode, async ? "async-connect-closed" : "sync-connect-closed"), conn_result, -EBADF);
+  check(name(mode, async ? "async-closed-pcb-freed" : "sync-closed-pcb-freed"), kstat(KSTAT_TCP_PCBS), pcbs0);
+  check(name(mode, async ? "async-closed-socket-freed" : "sync-closed-socket-freed"), kstat(KSTAT_SOCKETS), socks0);
+}
+
+static void refused(int mode) {
+  int fd = socket();
+  check(name(mode, "loopback-closed-port-refused"), connect(fd, LOOPBACK, 9), -ECONNREFUSED);
+  check(name(mode, "refused-socket-spent"), connect(fd, LOOPBACK, 9), -ECONNREFUSED);
+  check(name(mode, "refused-recv"), recv(fd, name_buf, 1), -ENOTCONN);
+  close(fd);
+  fd = socket();
+  check(name(mode, "self-closed-port-refused"), cops_async(SYS_connect, fd, SELF, 9), -ECONNREFUSED);
+  close(fd);
+}
+
+static void test_bad_arguments(void) {
+  int p[2];
+  pipe(p);
+  check("connect-bad-fd", connect(999, LOOPBACK, 80), -EBADF);
+  check("connect-negative-fd", connect(-1, LOOPBACK, 80), -EBADF);
+  check("connect-nofile", connect(NOFILE, LOOPBACK, 80), -EBADF);
+  check("connect-pipe", connect(p[0], LOOPBACK, 80), -ENOTSOCK);
+  check("connect-console", connect(1, LOOPBACK, 80), -ENOTSOCK);
+  check("async-connect-pipe", cops_async(SYS_connect, p[1], LOOPBACK, 80), -ENOTSOCK);
+  int s = socket();
+  check("connect-port-0", connect(s, LOOPBACK, 0), -EINVAL);
+  check("connect-port-65536", connect(s, LOOPBACK, 65536), -EINVAL);
+  check("connect-port-negative", connect(s, LOOPBACK, -80), -EINVAL);
+  check("connect-any-address", connect(s, 0, 80), -ENETUNREACH);
+  check("connect-broadcast", connect(s, IP4(255, 255, 255, 255), 80), -ENETUNREACH);
+  check("connect-multicast", connect(s, IP4(224, 0, 0, 1), 80), -ENETUNREACH);
+  check("connect-after-bad-args-works", connect(s, LOOPBACK, 9), -ECONNREFUSED);
+  close(s);
+  s = listener(7001);
+  check("connect-listener", connect(s, LOOPBACK, 7001), -EINVAL);
+  close(s);
+  check("connect-closed-fd", connect(s, LOOPBACK, 7001), -EBADF);
+  close(p[0]);
+  close(p[1]);
+}
+
+// A child waits in connect (sync, and async in a coroutine) until killed.
+static int child(int mode) {
+  setkmode(mode);
+  int a = socket(), b = socket();
+  cops_spawn_stackful(connector_co, (void *)(long)a, COPS_MAIN_PRIO);
+  cops_yield();                          // it runs until its connect waits
+  connect(b, BLACKHOLE, 81);             // never returns: the parent kills us
+  return 2;
+}
+
+static void kill_mid_connect(int mode) {
+  char arg[2] = { (char)('0' + mode), 0 };
+  const char *argv[] = { "conntest", "child", arg, 0 };
+  long pcbs0 = kstat(KSTAT_TCP_PCBS), socks0 = kstat(KSTAT_SOCKETS);
+  int pid = spawn("conntest", argv);
+  check(name(mode, "child-connecting"), wait_kstat(KSTAT_TCP_PCBS, pcbs0 + 2), pcbs0 + 2);
+  kill(pid);
+  int status = 0;
+  wait(pid, &status);
+  check(name(mode, "child-killed"), status, -1);
+  check(name(mode, "child-sockets-freed"), kstat(KSTAT_SOCKETS), socks0);
+  check(name(mode, "child-pcbs-freed"), kstat(KSTAT_TCP_PCBS), pcbs0);
+}
+
+static int nothing(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  utest_prog = "conntest";
+  if (argc > 2 && strcmp(argv[1], "child") == 0)
+    return child(atoi(argv[2]));
+  main_cid = cops_current();
+  if (argc > 1 && strcmp(argv[1], "timeout") == 0) {
+    int fd = socket();
+    check("unanswered-syn-times-out", connect(fd, BLACKHOLE, 80), -ETIMEDOUT);
+    close(fd);
+    check("timed-out-pcbs-freed", kstat(KSTAT_TCP_PCBS), 0);
+    return utest_summary();
+  }
+  // The first socket starts the network stack, which allocates for good; so
+  // do the first async call that waits in KMODE_POLLER (the process's polling
+  // thread stays until it exits) and the first second thread (the process's
+  // thread table grows once). All of that before the baseline.
+  close(socket());
+  setkmode(KMODE_POLLER);
+  cops_async(SYS_sleep, 1, 0, 0);
+  setkmode(KMODE_COROUTINE);
+  uthread_join(uthread_create(nothing, 0), 0);
+  long objs0, bytes0;
+  utest_kmalloc(&objs0, &bytes0);
+  test_bad_arguments();
+  for (int mode = KMODE_COROUTINE; mode <= KMODE_POLLER; mode++) {
+    setkmode(mode);
+    echo(mode, 1, LOOPBACK, 7100 + mode, "co-loopback");
+    echo(mode, 0, LOOPBACK, 7110 + mode, "thread-loopback");
+    echo(mode, 1, SELF, 7120 + mode, "co-self");
+    refused(mode);
+    close_mid_connect(mode, 1);
+    close_mid_connect(mode, 0);
+    kill_mid_connect(mode);
+  }
+  setkmode(KMODE_COROUTINE);
+  check("no-sockets-left", kstat(KSTAT_SOCKETS), 0);
+  // Closed connections linger in TIME_WAIT (4 s): wait for them to go.
+  check("no-pcbs-left", wait_kstat(KSTAT_TCP_PCBS, 0), 0);
+  utest_check_kmalloc_baseline(objs0, bytes0);
+  return utest_summary();
+}
