@@ -7,6 +7,7 @@
 // Output (parsed; keep the format): one line
 //   kstats: free_pages=F kmalloc_bytes=B kmalloc_objects=O cache_bytes=CB
 //           cache_objects=CO coroutines=C procs=P sockets=S tcp_pcbs=T timers=M
+//           heap_pages=H
 // The first sample waits until the machine is at rest (KSTAT_QUIET), so that
 // work in flight (a call's coroutine finishing on another hart) is not counted
 // as held memory; the others follow at once. kmalloc_* include the caches
@@ -24,6 +25,7 @@ static const struct { int what; const char *name; } counters[] = {
   { KSTAT_SOCKETS, "sockets" },
   { KSTAT_TCP_PCBS, "tcp_pcbs" },
   { KSTAT_TIMERS, "timers" },
+  { KSTAT_HEAP_PAGES, "heap_pages" },
 };
 
 int main(void) {
