@@ -2,7 +2,8 @@
 """The soak run behind `make soak` (scripts/soak.sh starts it).
 
     soak.py --ports P80,P81,P82,P83 --minutes M [--round S] [--summary FILE]
-            [--log LOG] [--mclient PATH] -- QEMU-COMMAND...
+            [--log LOG] [--mclient PATH] [--checks] [--plant-open-conn] ...
+            -- QEMU-COMMAND...      (--help lists every option)
 
 One boot, several servers: init starts matrixd (KCUC, guest port 80) and the
 shell; soak.py types three more at the shell, each in another model and with
@@ -29,9 +30,11 @@ mclient error, a failed bad-input case, a hang (a client, the shell or a
 server that does not answer within a generous limit), a kernel panic or a
 server that dies, and a counter that does not come back. Prints one progress
 line a round, and the counters side by side at the end; --summary writes the
-whole result as Markdown (docs/results/soak.md for make soak). Nothing here
-waits for an amount of time to pass where it could wait for an event: every
-wait has a wall-clock limit as a safety net only.
+whole result as Markdown (docs/results/soak.md for make soak). Every wait
+is for an event (a line on the console, a client's exit), with a wall-clock
+limit as a safety net only; the two pauses decide no verdict: bad input
+starts two seconds into a round (so that it meets the load), and the
+counters are looked at once a second until they are back.
 """
 import argparse
 import os
