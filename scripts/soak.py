@@ -106,6 +106,16 @@ def counter_ok(k, start, end):
     return abs(start[k] - end[k]) <= page_allowance(start, end)
 
 
+# What make test counts (--checks): one line each, "PASS soak/NAME" or
+# "FAIL soak/NAME: why", and one per compared counter.
+CHECKS = ["boot", "answers", "bad-input", "no-hang", "guest", "counters"]
+# What a healthy run never prints: a kernel panic or fault, a killed server,
+# the user runtime's fatal errors, a server that exited (init reaps the one it
+# started, the shell reports its background ones).
+TROUBLE = re.compile(r"PANIC|KERNEL FAULT|coral: pid \d+ \(matrixd\) killed|cops: |"
+                     r"init: reaped pid|sh: background pid \d+ done|matrixd: cannot start")
+
+
 def wait_until(p, limit):
     """p's exit status, or None (and p killed) if it is still running at monotonic time limit."""
     try:
