@@ -17,6 +17,8 @@
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
 #   make trace        a scheduler timeline of matrixd under the client -> build/trace/trace.json,
 #                     docs/results/trace.png (scripts/trace.sh; docs/results/trace.md)
+#   make soak         MINUTES (30) of matrixd in four models at once, 128 connections and
+#                     bad input; the kernel's counters compared -> docs/results/soak.md
 #   make client       the host latency client (build/host/mclient)
 #   make qemu-gdb     boot halted, waiting for gdb on localhost:$(GDBPORT)
 # Missing tools are installed by scripts/deps.sh (Debian packages) on first use.
@@ -94,7 +96,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-burst bench-micro bench-smp eval trace clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-burst bench-micro bench-smp eval trace soak clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -191,6 +193,11 @@ eval: $(KERNEL) client
 
 trace: $(KERNEL) client
 	@bash scripts/trace.sh
+
+# MINUTES (30 by default) of matrixd in four models at once under 128
+# connections and bad input; counters compared at the end -> docs/results/soak.md
+soak: $(KERNEL) client
+	@MINUTES=$(or $(MINUTES),30) bash scripts/soak.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -89,7 +89,9 @@
 #define KSTAT_UINTR_POST_COST 15 // instructions the last post to the calling thread took on the posting hart (benchmarks)
 #define KSTAT_POLLER_ATTEMPTS 16 // KMODE_POLLER: calls the caller's polling kernel thread has tried (0 if none)
 #define KSTAT_NOFILE 17          // descriptors a process may hold (NOFILE, or bootargs nofile=N)
-#define KSTAT_COUNT 18           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_TIMERS 18          // coroutines alive with a timer armed (each once; stale entries not counted)
+#define KSTAT_HEAP_PAGES 19      // pages of every process's heap (brk): user memory that grows to a high-water mark
+#define KSTAT_COUNT 20           // selectors are 1 .. KSTAT_COUNT - 1
 // Or'ed into a selector: first wait (1 s at most) until nothing else runs or is
 // ready, no other thread and no kernel coroutine, so that a leak check's two
 // samples both see the machine at rest (docs/ABI.md, kstat).

@@ -131,6 +131,7 @@ int thread_create(struct proc *p, uint64_t entry, uint64_t arg, uint64_t sp);   
 int thread_join(struct proc *p, int tid, int *status, int may_block);          // 0 or -errno
 int proc_kill(int pid);
 int proc_count(void);
+uint64_t proc_heap_pages(void);   // KSTAT_HEAP_PAGES: pages below every process's brk
 int proc_zombie_children(struct proc *p);
 // Wait for a child (pid or -1) to exit; status is written to *status_kernel.
 // may_block 0: returns -EAGAIN instead of blocking.

@@ -348,6 +348,10 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return sock_count();
   case KSTAT_TCP_PCBS:
     return sock_tcp_pcbs();
+  case KSTAT_TIMERS:
+    return timer_live();
+  case KSTAT_HEAP_PAGES:
+    return (long)proc_heap_pages();
   case KSTAT_CACHE_BYTES:
   case KSTAT_CACHE_OBJECTS: {
     uint64_t bytes, objects;

@@ -20,6 +20,11 @@ int timer_interrupt(void);           // from the trap handler: 1 if a tick passe
 // and a live coroutine must tolerate a spurious wake. Returns 0, or -1 if no memory.
 int timer_add(uint64_t when, cid_t cid);
 int timer_uses_sstc(void);
+// Coroutines that still exist and have a timer armed on some hart
+// (KSTAT_TIMERS): stale entries (their coroutine has ended) wait for their
+// deadline to be dropped, and a coroutine that re-armed early has two, so
+// counting entries would make a leak check depend on when it looks.
+uint32_t timer_live(void);
 
 // Stackful kernel coroutines only: block until rdtime() >= deadline, or for ms
 // milliseconds.

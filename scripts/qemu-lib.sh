@@ -20,11 +20,15 @@ export CORAL_RUN_TAG=${CORAL_RUN_TAG:-coral-run-$$-$RANDOM}
 # forwarded to the guest's port 80 if given. QEMU_CPU sets -cpu (e.g.
 # rv64,n=on with hw/qemu's QEMU); QEMU_EXTRA adds options (e.g.
 # "-icount shift=0,sleep=off"). QEMU_NETDEV replaces the user network (e.g. a
-# tap: scripts/bench-conn.sh NET=tap). The command is timeout running QEMU: started
-# as a simple command with `&`, $! is timeout's pid, and killing it ends QEMU
-# too (timeout passes the signal on).
+# tap: scripts/bench-conn.sh NET=tap); QEMU_HOSTFWD adds forwards, as
+# "HOSTPORT:GUESTPORT ..." (make soak: one per matrixd). The command is
+# timeout running QEMU: started as a simple command with `&`, $! is timeout's
+# pid, and killing it ends QEMU too (timeout passes the signal on).
 qemu_cmd() {
-  local fwd=${4:+,hostfwd=tcp:127.0.0.1:$4-:80}
+  local fwd=${4:+,hostfwd=tcp:127.0.0.1:$4-:80} f
+  for f in ${QEMU_HOSTFWD:-}; do
+    fwd+=",hostfwd=tcp:127.0.0.1:${f%%:*}-:${f#*:}"
+  done
   # shellcheck disable=SC2206 # QEMU_EXTRA is a list of options
   QEMU_CMD=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt ${QEMU_CPU:+-cpu "$QEMU_CPU"}
     -bios "$OPENSBI" -kernel "$BUILD/kernel.elf"

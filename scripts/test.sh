@@ -12,7 +12,8 @@
 #   4. kernel fault report: registers and a backtrace, then a failure shutdown
 #   5. nothing the run started is left running
 #   (and, between 2 and 3: the scheduler trace in the kernel,
-#   tests/trace/test-ktrace.sh; the network end to end: scripts/nettest.sh)
+#   tests/trace/test-ktrace.sh; the network end to end: scripts/nettest.sh;
+#   a short soak: scripts/soak.sh --test)
 # Every check prints "PASS name" or "FAIL name: why"; the last line is
 # "N passed, N failed" and the exit status is non-zero if anything failed.
 # Logs of every QEMU run are kept in build/test-logs/.
@@ -272,6 +273,26 @@ BUILD=$BUILD QEMU=$QEMU OPENSBI=$OPENSBI QEMU_LIMIT=$QEMU_LIMIT bash scripts/net
 tally "" "$LOGS/nettest.log" "PASS " "FAIL "
 grep -q "^PASS net/kcuc/load" "$LOGS/nettest.log" || fail "net/run" "no result for the KCUC load (see $LOGS/nettest.log)"
 part_done net
+
+# ---- 2e. the soak machinery (make soak, scripts/soak.sh), short: four
+#      matrixd in four models in one boot, 128 connections for three rounds of
+#      15 s with bad input in each, every answer checked, and the kernel's
+#      counters at the end equal to the start. Then the same with one
+#      connection held open from the start to the end: the comparison must
+#      catch it (sockets and TCP control blocks), or it proves nothing ----
+BUILD=$BUILD QEMU=$QEMU OPENSBI=$OPENSBI bash scripts/soak.sh --test > "$LOGS/soak.log" 2>&1
+tally "" "$LOGS/soak.log" "PASS " "FAIL "
+grep -q "^PASS soak/boot" "$LOGS/soak.log" || fail "soak/run" "no result (see $LOGS/soak.log)"
+MINUTES=0.1 ROUND=5 BUILD=$BUILD QEMU=$QEMU OPENSBI=$OPENSBI bash scripts/soak.sh --test soak-planted \
+  --plant-open-conn --settle 10 > "$LOGS/soak-planted.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^FAIL soak/counter/sockets: start [0-9]*, end [0-9]*" "$LOGS/soak-planted.log" &&
+   grep -q "^FAIL soak/counter/tcp_pcbs" "$LOGS/soak-planted.log" && grep -q "^PASS soak/answers" "$LOGS/soak-planted.log"; then
+  pass "soak/planted-open-connection-caught"
+else
+  fail "soak/planted-open-connection-caught" "want status 1 and FAIL lines for sockets and tcp_pcbs, got status $rc (see $LOGS/soak-planted.log)"
+fi
+part_done soak
 
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
 for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
