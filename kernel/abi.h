@@ -69,7 +69,9 @@
 // sp - 8 (its frame, just popped): the kernel restores them from there.
 #define UINTR_RET_A0_OFF 64
 #define UINTR_RET_A7_OFF 8
-#define MAXTHREADS_ABI 512    // threads per process, the main one included
+// Threads per process, the main one included: enough for matrixd's thread
+// models (three threads a connection) to hold a thousand connections and more.
+#define MAXTHREADS_ABI 4096
 
 // kstat() selectors: counters that user tests compare before and after.
 #define KSTAT_FREE_PAGES 1

@@ -30,7 +30,8 @@ struct cops_thread {
 };
 
 static struct cops_thread main_thread;
-static struct cops_thread helper_threads[MAXTHREADS_ABI];
+#define COPS_MAX_HELPERS 63        // executor threads besides main (lanes are shared past EXEC_MAX_LANES)
+static struct cops_thread helper_threads[COPS_MAX_HELPERS];
 static int nhelpers;
 
 static inline struct cops_thread *me(void) {
@@ -452,7 +453,7 @@ int cops_thread_index(void) {
 
 int cops_alloc_cpu(int n) {
   int made = 0;
-  for (; made < n && nhelpers < MAXTHREADS_ABI - 1; made++) {
+  for (; made < n && nhelpers < COPS_MAX_HELPERS; made++) {
     struct cops_thread *t = &helper_threads[nhelpers];
     // Its own lane (shared round-robin past EXEC_MAX_LANES threads), in use
     // before the thread can queue anything there.

@@ -10,7 +10,10 @@ struct uthread_start {
   void *arg;
 };
 
-static void *uthread_stacks[MAXTHREADS_ABI];   // by tid, freed by uthread_join
+// Stacks by tid, freed by uthread_join. The table (MAXTHREADS_ABI pointers, 32
+// KiB) is allocated by the first uthread_create: programs without threads do
+// not carry it.
+static void **uthread_stacks;
 
 // First code of a new thread: the kernel starts it with a0 = its start record,
 // which sits at the top of its own stack.
@@ -20,6 +23,13 @@ static void uthread_entry(void *start) {
 }
 
 int uthread_create(int (*fn)(void *), void *arg) {
+  if (!uthread_stacks) {
+    void **table = malloc(MAXTHREADS_ABI * sizeof *table);
+    if (!table)
+      return -ENOMEM;
+    memset(table, 0, MAXTHREADS_ABI * sizeof *table);
+    uthread_stacks = table;
+  }
   char *stack = malloc(UTHREAD_STACK);
   if (!stack)
     return -ENOMEM;
@@ -38,7 +48,7 @@ int uthread_create(int (*fn)(void *), void *arg) {
 
 int uthread_join(int tid, int *status) {
   int r = thread_join(tid, status);
-  if (r == 0 && tid > 0 && tid < MAXTHREADS_ABI) {
+  if (r == 0 && tid > 0 && tid < MAXTHREADS_ABI && uthread_stacks) {
     free(uthread_stacks[tid]);
     uthread_stacks[tid] = 0;
   }
