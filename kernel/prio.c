@@ -25,12 +25,12 @@ static inline uint32_t rank(struct proc *p) {
   if (!ex)
     return NPRIO_DEFAULT - 1;
   uint64_t bm = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED) & ((1ULL << NPRIO_DEFAULT) - 1);
-  uint32_t best = bm ? exec_ctz64(bm) : NPRIO_DEFAULT;
+  // (nothing ready and nothing running: the lowest priority; the masked
+  // bitmap's lowest bit is always below NPRIO_DEFAULT)
+  uint32_t best = bm ? exec_ctz64(bm) : NPRIO_DEFAULT - 1;
   uint32_t running = *(volatile const uint32_t *)((const char *)ex + EXEC_PAGE_RUNNING_PRIO);
   if (running < best)
     best = running;
-  if (best >= NPRIO_DEFAULT)
-    best = NPRIO_DEFAULT - 1;     // nothing ready: the lowest priority
   if (best < USER_PRIO_CEILING)
     best = USER_PRIO_CEILING;
   return best;
@@ -52,15 +52,37 @@ void prio_publish_kernel(void) {
     vvar->kernel_bitmap = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
 }
 
+static uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now);
+
+// (inline: on every kernel entry) Returns now.
+static inline uint32_t publish(struct proc *p, uint32_t now) {
+  uint32_t old = __atomic_load_n(&p->pub_prio, __ATOMIC_RELAXED);
+  if (vvar && now != old)         // (the common case: no change)
+    return publish_moved(p, old, now);   // (a tail call)
+  return now;
+}
+
 void prio_publish(struct proc *p) {
   prio_publish_kernel();
-  uint32_t old = __atomic_load_n(&p->pub_prio, __ATOMIC_RELAXED), now = deserved(p);
-  if (!vvar || now == old)
-    return;                       // the common case: no change
+  publish(p, deserved(p));
+}
+
+uint32_t prio_publish_unless_kernel(struct proc *p) {
+  uint64_t kbm = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
+  uint32_t now = deserved(p);
+  if (kbm && exec_ctz64(kbm) <= now)
+    return PRIO_KERNEL_FIRST;
+  if (vvar)
+    vvar->kernel_bitmap = kbm;
+  return publish(p, now);
+}
+
+// p's rank moved from old to now (returns now).
+static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now) {
   // Two harts may publish p at once (two of its threads): only the one that
   // moves pub_prio moves the counts, so each process is counted once.
   if (!__atomic_compare_exchange_n(&p->pub_prio, &old, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-    return;
+    return now;
   // A count that leaves or reaches zero flips its bit. Two harts may race on
   // one priority (one count goes 1 -> 0 while the other's goes 0 -> 1): each
   // looks at the count again after flipping, and flips back if it no longer
@@ -78,4 +100,5 @@ void prio_publish(struct proc *p) {
   struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
   if (ex)                         // tell the runtime which bit is its own
     *(volatile uint32_t *)((char *)ex + EXEC_PAGE_PUBLISHED_PRIO) = now;
+  return now;
 }

@@ -23,6 +23,12 @@ int prio_user_has_ready(struct proc *p);
 // vvar page keeps a count of processes per priority; the table is never scanned. Also
 // copies the kernel executor's bitmap to the vvar page.
 void prio_publish(struct proc *p);
+// The same for a kernel entry that may skip the switching coroutine's loop
+// (syscall_fast): if kernel work of p's rank or better is ready, publish
+// nothing and return PRIO_KERNEL_FIRST (the loop will publish, then yield to
+// that work); otherwise publish as prio_publish and return p's rank.
+#define PRIO_KERNEL_FIRST 0xffffffffu
+uint32_t prio_publish_unless_kernel(struct proc *p);
 // The kernel executor's bitmap only (a tick with no process trap).
 void prio_publish_kernel(void);
 #endif

@@ -23,7 +23,7 @@ static int next_pid = 1;
 // best first.
 static struct spinlock runq_lock = SPINLOCK_INIT("runq");
 static struct thread *rq_head[NPRIO_DEFAULT], *rq_tail[NPRIO_DEFAULT];
-static uint64_t rq_bitmap;
+uint64_t rq_bitmap;                // (read lock-free by proc_runq_best, proc.h)
 static struct waitq runq_wait;                                   // idle switching coroutines
 
 // The first user process (set by the boot job, kernel/job.c): its end is
@@ -156,11 +156,6 @@ void thread_make_runnable(struct thread *t) {
   waitq_wake_one(&runq_wait);
 }
 
-uint32_t proc_runq_best(void) {
-  uint64_t bm = __atomic_load_n(&rq_bitmap, __ATOMIC_RELAXED);
-  return bm ? exec_ctz64(bm) : NPRIO_DEFAULT;
-}
-
 static struct thread *runq_pop(void) {
   if (!__atomic_load_n(&rq_bitmap, __ATOMIC_RELAXED))
     return 0;                    // empty: no lock (a waiter re-checks after linking)
@@ -170,8 +165,7 @@ static struct thread *runq_pop(void) {
   return t;
 }
 
-struct thread *runq_switch(struct thread *t) {
-  uint32_t prio = prio_of(t->proc);
+struct thread *runq_switch(struct thread *t, uint32_t prio) {
   spin_lock(&runq_lock);
   rq_push(t, prio);              // behind its equals: round robin
   struct thread *next = rq_pop_best();

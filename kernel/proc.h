@@ -66,10 +66,6 @@ struct async_worker {
 };
 
 struct proc {
-  // threads[i] is allocated (kzalloc) when tid i is first used and freed with
-  // the process's slot, so an idle slot costs one pointer per thread, not a
-  // whole thread each (a static table of them was 19 MiB of .bss).
-  struct thread *threads[MAXTHREADS];
   int live_threads;               // not T_FREE or T_DONE; guarded by lock
   int nactive;                    // T_RUNNABLE or T_RUNNING (atomic; thread_set_state)
   uint32_t pub_prio;              // the priority prio_publish ranks it at, or PRIO_UNRANKED
@@ -82,7 +78,6 @@ struct proc {
   char name[MAXNAME];
   pte_t *pagetable;
   uint64_t heap_base, brk;        // brk in [heap_base, USER_HEAP_MAX]
-  struct fdtable fds;              // descriptors (kernel/fd.c); changed under lock
   struct proc *parent;
   int exit_status;
   int killed;
@@ -101,6 +96,13 @@ struct proc {
   struct waitq async_done;        // exit waits here until they have all finished
   int kmode;                      // KMODE_*: how calls that wait are served (kernel/syswork.c)
   struct poller *poller;          // KMODE_POLLER: the polling kernel thread, guarded by lock
+  struct fdtable fds;             // descriptors (kernel/fd.c); changed under lock
+  // threads[i] is allocated (kzalloc) when tid i is first used and freed with
+  // the process's slot, so an idle slot costs one pointer per thread, not a
+  // whole thread each (a static table of them was 19 MiB of .bss). Last,
+  // with the descriptors before them: the fields above, used on every trap,
+  // then sit at small offsets (one load each, not an address computation first).
+  struct thread *threads[MAXTHREADS];
 };
 
 void proc_init(void);
@@ -113,11 +115,18 @@ struct proc *proc_spawn(const char *name, int argc, char *const argv[], struct p
 void proc_set_init(int pid, int shutdown_on_exit);
 void thread_make_runnable(struct thread *t);
 struct thread *runq_pop_wait(void);        // block the calling stackful coroutine until one is runnable
-// t, running, was preempted: queue it (behind its equals) and take the best
+// t, running, was preempted: queue it at prio (behind its equals; the caller
+// knows t's rank: its process published it at this trap) and take the best
 // runnable thread, in one step: t itself if nothing better or equal waits.
-struct thread *runq_switch(struct thread *t);
+struct thread *runq_switch(struct thread *t, uint32_t prio);
 
-uint32_t proc_runq_best(void);              // best priority waiting for a switcher, NPRIO if none
+// The best priority waiting for a switcher, NPRIO if none (lock-free: a
+// glance, on every yield and tick; the queue's own decisions take its lock).
+static inline uint32_t proc_runq_best(void) {
+  extern uint64_t rq_bitmap;     // (kernel/proc.c; bit p: a thread of priority p waits)
+  uint64_t bm = __atomic_load_n(&rq_bitmap, __ATOMIC_RELAXED);
+  return bm ? exec_ctz64(bm) : NPRIO_DEFAULT;
+}
 // Every change of a thread's state goes through here: it keeps p->nactive
 // and so the process's place in the global bitmap (prio_publish) right.
 void thread_set_state(struct thread *t, enum thread_state s);

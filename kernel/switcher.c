@@ -28,13 +28,13 @@
 // robin among equals at each tick or yield).
 static int others_waiting(uint32_t my_prio) { return proc_runq_best() <= my_prio; }
 
-// Take on the priority of the process's best work, so kernel coroutines and
-// processes are ordered by one scale (COPS: the switching coroutine carries the
-// priority of the process it runs).
-static uint32_t take_priority(struct proc *p) {
-  uint32_t prio = prio_of(p);
-  kco_reprio_self(prio);
-  return prio;
+// The priority a switcher carries while it runs p: what p published at its last
+// kernel entry (COPS: the switching coroutine carries the priority of the
+// process it runs). Until p's next trap nothing reads it but the trace, and
+// that trap publishes p's rank afresh (so no rank is computed here).
+static inline uint32_t carried_priority(struct proc *p) {
+  uint32_t prio = __atomic_load_n(&p->pub_prio, __ATOMIC_RELAXED);
+  return prio < NPRIO_DEFAULT ? prio : NPRIO_DEFAULT - 1;
 }
 
 enum run_end { RUN_BLOCKED, RUN_PREEMPTED, RUN_EXITED };
@@ -73,7 +73,8 @@ static enum run_end stop(struct thread *t, int status) {
 static enum run_end run_thread(struct thread *t) {
   struct proc *p = t->proc;
   uvm_activate(p->pagetable);
-  uint32_t my_prio = take_priority(p);
+  uint32_t my_prio = carried_priority(p);
+  kco_reprio_self(my_prio);
   for (;;) {
     if (p->killed)
       return stop(t, -1);
@@ -94,7 +95,7 @@ static enum run_end run_thread(struct thread *t) {
     prio_publish(p);            // on every kernel entry, as COPS specifies
     // ... and the switcher carries that priority from here on (what the
     // process runs now: it may have switched coroutines since the last trap).
-    my_prio = p->pub_prio < NPRIO_DEFAULT ? p->pub_prio : NPRIO_DEFAULT - 1;
+    my_prio = carried_priority(p);
     kco_reprio_self(my_prio);
     if (cause & SCAUSE_INTERRUPT) {
       trap_interrupt(cause);
@@ -176,10 +177,11 @@ static void switcher_main(void *arg) {
         thread_make_runnable(t);
         kco_yield();
       } else {
-        next = runq_switch(t);
+        next = runq_switch(t, this_hart()->cur->prio);
       }
     }
-    kco_reprio_self(SWITCHER_PRIO);
+    if (!next)                  // (run_thread gives it next's priority at once)
+      kco_reprio_self(SWITCHER_PRIO);
   }
 }
 

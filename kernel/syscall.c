@@ -26,6 +26,7 @@
 #include "trace.h"
 
 #include "sysargs.h"
+#include "purecalls.h"
 #include "socket.h"
 
 static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
@@ -440,6 +441,45 @@ static const syscall_fn calls[NSYSCALL] = {
 static int can_be_async(uint64_t nr) {
   return nr == SYS_read || nr == SYS_write || nr == SYS_sleep || nr == SYS_wait ||
          nr == SYS_accept || nr == SYS_recv || nr == SYS_send || nr == SYS_connect;
+}
+
+_Static_assert(SYS_getpid < 32 && SYS_uptime < 32, "PURE_CALLS is one 32-bit mask");
+
+// Called by uservec for a pure call (kernel/purecalls.h), on the switcher's stack, interrupts off,
+// before the registers C code keeps (s1-s11) and the pc are saved: 0 if the
+// call is answered (a0 set; uservec returns to U at once), 1 if the full path
+// must take the trap (then nothing has been done here). The full path's
+// per-trap duties are kept or shown unnecessary:
+//   - COPS's rank at every kernel entry: published here too;
+//   - kernel work of equal or better priority first: if any is ready, the
+//     full path takes the trap (it yields to it); an answer here makes none
+//     ready, and an interrupt that does waits, pending, until sret, then traps;
+//   - user interrupts: a thread with one pending (uip), completions waiting for
+//     ring space, a kill, or tracing on go the full way. t->on_hart keeps naming
+//     this hart: a post from another hart meanwhile sends an IPI, which traps
+//     right after the sret and is delivered there. On native N the u-CSRs
+//     never left the hart.
+int syscall_fast(struct thread *t) {
+  uint64_t nr = t->uc.x[REG_A7];   // (uservec checked it is in PURE_CALLS)
+  struct proc *p = t->proc;
+  if (trace_enabled || p->killed || p->ring_waiting ||
+      __atomic_load_n(&t->ui.n.uip, __ATOMIC_RELAXED))
+    return 1;
+  uint32_t rank = prio_publish_unless_kernel(p);
+  if (rank == PRIO_KERNEL_FIRST)
+    return 1;
+  kco_reprio_self(rank);          // the switcher carries what its process published
+  p->traps++;
+  p->syscalls++;
+  // A pure call reads its arguments and nothing else of sa (it never waits
+  // and takes no file or socket): only those fields are set. t->uc.pc is not
+  // saved on this path either; uservec steps past the ecall itself.
+  struct sysargs sa;
+  sa.nr = nr;
+  sa.a = &t->uc.x[REG_A0];
+  sa.call = calls[nr];
+  t->uc.x[REG_A0] = (uint64_t)sa.call(t, &sa, 0);
+  return 0;
 }
 
 enum syscall_outcome syscall_dispatch(struct thread *t) {

@@ -16,4 +16,7 @@ enum syscall_outcome {
 };
 
 enum syscall_outcome syscall_dispatch(struct thread *t);
+// The trap's short way for calls that only read a value (kernel/uservec.S):
+// 0 if answered, 1 if the switching coroutine must take the call.
+int syscall_fast(struct thread *t);
 #endif

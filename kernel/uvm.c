@@ -7,7 +7,6 @@
 #include "riscv.h"
 
 #define PA2PTE(pa) (((pa) >> 12) << 10)
-#define SATP_SV39 (8UL << 60)
 #define USER_ROOT_ENTRIES 2          // root entries 0 and 1 cover [0, 0x80000000)
 
 extern pte_t *kvm_root(void);
@@ -153,10 +152,4 @@ long copyinstr(pte_t *root, char *dst, uint64_t src, size_t max) {
   return -ENAMETOOLONG;
 }
 
-void uvm_activate(pte_t *root) {
-  if (!root)
-    root = kvm_root();
-  csr_write(satp, SATP_SV39 | ((uint64_t)root >> 12));
-  sfence_vma();
-}
 

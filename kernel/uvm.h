@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "vm.h"
+#include "riscv.h"
 
 #define USER_VA_END 0x80000000UL     // user addresses are below this
 
@@ -34,6 +35,11 @@ int copyin(pte_t *root, void *dst, uint64_t src, size_t len);          // 0 or -
 // Copy a NUL-terminated string of at most max bytes (including the NUL).
 // Returns its length, -EFAULT, or -ENAMETOOLONG if no NUL within max bytes.
 long copyinstr(pte_t *root, char *dst, uint64_t src, size_t max);
-void uvm_activate(pte_t *root);                             // load satp (root NULL: kernel)
+// Load satp (root NULL: the kernel's table). Inline: a process switch does it twice.
+static inline void uvm_activate(pte_t *root) {
+  extern pte_t *kroot;             // (kernel/vm.c: the kernel's table, fixed after boot)
+  csr_write(satp, SATP_SV39 | ((uint64_t)(root ? root : kroot) >> 12));
+  sfence_vma();
+}
 
 #endif

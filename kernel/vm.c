@@ -10,11 +10,10 @@
 #define LEVELS 3
 #define MEGA (2UL << 20)
 #define PA2PTE(pa) (((pa) >> 12) << 10)
-#define SATP_SV39 (8UL << 60)
 
 extern char _kernel_start[], _etext[], _erodata[];
 
-static pte_t *kroot;
+pte_t *kroot;                      // (read by uvm_activate, kernel/uvm.h)
 
 // Find (creating if asked) the PTE for va at `level` (0 = 4 KiB leaf, 1 = 2 MiB).
 pte_t *pt_walk(pte_t *root, uint64_t va, int level, int create) {

@@ -11,6 +11,7 @@
 #define KMMIO_BASE 0xffffffc000000000UL
 
 typedef uint64_t pte_t;
+#define SATP_SV39 (8UL << 60)
 #define PTE_V (1UL << 0)
 #define PTE_R (1UL << 1)
 #define PTE_W (1UL << 2)
