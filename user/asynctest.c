@@ -168,12 +168,18 @@ static void ticker(void *arg) {
 
 // A register-heavy computation over `chunks` chunks of 4096 rounds. It yields
 // after each chunk (so the ticker can resubmit) but its values live in
-// registers that user interrupts land on.
+// registers that user interrupts land on. With pid > 0 it also calls getpid()
+// every round, a pure call the trap answers by itself (kernel/purecalls.h),
+// which saves only the registers C code may change: the values live across
+// the call (in s1-s11) must come through it too, and each answer must be pid
+// (wrong answers counted in *bad).
 struct mix { uint64_t a, b, c, d, e, f, g, h; };
-static void compute_chunk(struct mix *m, long chunk) {
+static void compute_chunk(struct mix *m, long chunk, long pid, long *bad) {
   uint64_t a = m->a, b = m->b, c = m->c, d = m->d, e = m->e, f = m->f, g = m->g, h = m->h;
   for (long i = chunk * 4096; i < (chunk + 1) * 4096; i++) {
     a = a * 6364136223846793005ULL + b; b ^= a >> 7; c += b * 3; d ^= c << 5;
+    if (pid > 0 && getpid() != pid)
+      (*bad)++;
     e += d ^ a; f = f * 31 + e; g ^= f >> 11; h += g + (uint64_t)i;
   }
   *m = (struct mix){ a, b, c, d, e, f, g, h };
@@ -183,9 +189,18 @@ static uint64_t mix_result(const struct mix *m) {
   return m->a ^ m->b ^ m->c ^ m->d ^ m->e ^ m->f ^ m->g ^ m->h;
 }
 
-static void test_untouched(void) {
+// "<prefix>-<what>", for one check at a time (check prints it at once).
+static const char *named(const char *prefix, const char *what) {
+  static char buf[64];
+  snprintf(buf, sizeof buf, "%s-%s", prefix, what);
+  return buf;
+}
+
+// name: the checks' prefix; pure_calls: call getpid() every round (above).
+static void test_untouched(const char *name, int pure_calls) {
   uint64_t taken = cops_uintr_count();
   long posted0 = kstat(KSTAT_UINTR_POSTED);
+  long pid = pure_calls ? getpid() : 0, bad = 0;
   ticker_done = 0;
   cops_spawn_stackful(ticker, 0, 3);
   cops_yield();
@@ -193,15 +208,15 @@ static void test_untouched(void) {
   long chunks = 0;
   long until = uptime() + 60000;            // a safety net only: 20 x 2 ms of sleeps
   while (!ticker_done && uptime() < until) {
-    compute_chunk(&m, chunks++);
+    compute_chunk(&m, chunks++, pid, &bad);
     cops_yield();
   }
   uint64_t arrived = cops_uintr_count() - taken;
   uint64_t with_interrupts = mix_result(&m);
   struct mix q = { 1, 2, 3, 4, 5, 6, 7, 8 };
   for (long i = 0; i < chunks; i++)
-    compute_chunk(&q, i);
-  check("untouched-ticker-finished", ticker_done, 1);
+    compute_chunk(&q, i, 0, 0);
+  check(named(name, "ticker-finished"), ticker_done, 1);
   // The ticker has one call in flight at a time, so each interrupt posted for
   // it is one entry of the handler while main computes. (Counted by posts, not
   // by TICKS: a 2 ms sleep completes at once, with no interrupt, if the host
@@ -210,8 +225,10 @@ static void test_untouched(void) {
   if (arrived < (uint64_t)posted || posted < 1)
     printf("asynctest: %lu handler entries for %ld posts during %ld chunks\n",
            (unsigned long)arrived, posted, chunks);
-  check("untouched-interrupts-arrived", arrived >= (uint64_t)posted && posted >= 1, 1);
-  check("untouched-same-result", with_interrupts == mix_result(&q), 1);
+  check(named(name, "interrupts-arrived"), arrived >= (uint64_t)posted && posted >= 1, 1);
+  check(named(name, "same-result"), with_interrupts == mix_result(&q), 1);
+  if (pure_calls)
+    check(named(name, "getpid-right"), bad, 0);
 }
 
 // ---- exit with async calls in flight ----
@@ -368,7 +385,8 @@ int main(int argc, char **argv) {
   test_slow_path();
   test_sleep_order();
   test_overflow();
-  test_untouched();
+  test_untouched("untouched", 0);
+  test_untouched("pure-calls", 1);
   test_slot_reuse();
   if (kmode == KMODE_POLLER)
     test_poller_cost();

@@ -17,8 +17,8 @@
 // wait malloc processes. rw, pipe, spawn-errors and wait need brk's setup.
 //
 // usertests also spawns itself as a helper child: `usertests --exit N`,
-// `--ret N`, `--argv ...`, `--killself`, `--block-read`, `--block-write`
-// (see child_main below).
+// `--ret N`, `--argv ...`, `--killself`, `--block-read`, `--block-write`,
+// `--getpid-loop` (see child_main below).
 #include "ulib.h"
 
 #define PAGE 4096UL
@@ -803,6 +803,10 @@ static void test_kill(void) {
   // preempts it, and the kill takes effect then.
   static const char *const spin[] = {"spin", NULL};
   kill_and_reap("kill-spinning", "spin", spin);
+  // A process that makes only pure calls, which the trap answers without the
+  // switcher's loop: the kill must take effect all the same.
+  static const char *const getpids[] = {"usertests", "--getpid-loop", NULL};
+  kill_and_reap("kill-getpid-loop", "usertests", getpids);
   // Blocked in the kernel: kill must cut the wait short.
   static const char *const sleeper[] = {"sleeper", "100000", NULL};
   kill_and_reap("kill-sleeping", "sleeper", sleeper);
@@ -940,6 +944,13 @@ static int child_main(int argc, char *argv[], uintptr_t sp) {
     kill(getpid());
     printf("usertests: kill(self) returned\n");
     return 5;
+  }
+  if (strcmp(mode, "--getpid-loop") == 0) {
+    // Only pure calls, which the trap answers by itself (kernel/purecalls.h):
+    // the kill must still be seen (at a tick, or at the next call).
+    printf("usertests: pid %d calling getpid forever\n", getpid());
+    for (;;)
+      getpid();
   }
   int p[2];
   if (strcmp(mode, "--block-read") == 0) {
