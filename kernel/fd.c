@@ -56,13 +56,6 @@ int fdt_alloc(struct fdtable *t, struct file *f) {
   return fd;
 }
 
-struct file *fdt_lookup(struct fdtable *t, uint64_t fd) {
-  if (fd >= NOFILE_MAX)
-    return 0;
-  struct file **slots = __atomic_load_n(&t->chunk[fd / FD_CHUNK], __ATOMIC_ACQUIRE);
-  return slots ? __atomic_load_n(&slots[fd % FD_CHUNK], __ATOMIC_ACQUIRE) : 0;
-}
-
 struct file *fdt_take(struct fdtable *t, uint64_t fd) {
   struct file *f = fdt_lookup(t, fd);
   if (!f)

@@ -29,8 +29,14 @@ struct fdtable {
 int fdt_alloc(struct fdtable *t, struct file *f);    // lowest free fd, -EMFILE, -ENOMEM
 struct file *fdt_take(struct fdtable *t, uint64_t fd);   // clear the slot; its file or 0
 // The file at fd, or 0. Needs no lock, but the file may be closed meanwhile
-// unless the caller holds the lock or otherwise keeps the slot.
-struct file *fdt_lookup(struct fdtable *t, uint64_t fd);
+// unless the caller holds the lock or otherwise keeps the slot. (Inline: every
+// read, write and socket call looks its descriptor up.)
+static inline struct file *fdt_lookup(struct fdtable *t, uint64_t fd) {
+  if (fd >= NOFILE_MAX)
+    return 0;
+  struct file **slots = __atomic_load_n(&t->chunk[fd / FD_CHUNK], __ATOMIC_ACQUIRE);
+  return slots ? __atomic_load_n(&slots[fd % FD_CHUNK], __ATOMIC_ACQUIRE) : 0;
+}
 // Give back the chunks (every slot must be empty: fdt_take them first).
 void fdt_release(struct fdtable *t);
 // Add the chunks of every table to *bytes and *objects (kstat KSTAT_CACHE_*).

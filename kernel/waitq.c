@@ -58,10 +58,8 @@ void waitq_remove(struct waitq *q, struct waiter *w) {
   spin_unlock(&q->lock);
 }
 
-int waitq_wake_one(struct waitq *q) {
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);   // the caller's change before this look
-  if (!__atomic_load_n(&q->head, __ATOMIC_RELAXED))
-    return 0;                    // nobody waits: no lock
+// (waitq.h's waitq_wake_one found a waiter without the lock)
+int waitq_wake_one_locked_look(struct waitq *q) {
   spin_lock(&q->lock);
   struct waiter *w = q->head;
   if (w) {
@@ -77,9 +75,10 @@ int waitq_wake_one(struct waitq *q) {
   return w != 0;
 }
 
-int waitq_wake_all(struct waitq *q) {
+int waitq_wake_all_locked_look(struct waitq *q) {
   int n = 0;
-  while (waitq_wake_one(q))
-    n++;
+  do
+    n += waitq_wake_one_locked_look(q);
+  while (!waitq_empty_for_waker(q));
   return n;
 }

@@ -27,8 +27,24 @@ struct waitq {
 void waitq_init(struct waitq *q, const char *name);
 void waitq_add(struct waitq *q, struct waiter *w, cid_t cid);   // no-op if already linked
 void waitq_remove(struct waitq *q, struct waiter *w);           // no-op if not linked
-int waitq_wake_one(struct waitq *q);                            // returns 1 if one was woken
-int waitq_wake_all(struct waitq *q);                            // returns how many
+int waitq_wake_one_locked_look(struct waitq *q);                // (the part under the lock)
+int waitq_wake_all_locked_look(struct waitq *q);
+
+// Wakers look at the queue without its lock when it is empty (the common case:
+// a pipe or socket that nobody waits on; see waitq.c for why that is safe).
+// Inline, so that look costs a fence, a load and a branch.
+static inline int waitq_empty_for_waker(struct waitq *q) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   // the caller's change before this look
+  return __atomic_load_n(&q->head, __ATOMIC_RELAXED) == 0;
+}
+// Returns 1 if one was woken.
+static inline int waitq_wake_one(struct waitq *q) {
+  return waitq_empty_for_waker(q) ? 0 : waitq_wake_one_locked_look(q);
+}
+// Returns how many were woken.
+static inline int waitq_wake_all(struct waitq *q) {
+  return waitq_empty_for_waker(q) ? 0 : waitq_wake_all_locked_look(q);
+}
 
 #define KCO_WAIT_UNTIL(q, cond)                     \
   do {                                              \
