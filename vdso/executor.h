@@ -27,9 +27,16 @@
 // whose best is worse than that union's best steals from the lane that has the
 // better coroutine (which then moves: its home becomes the thief's lane). The
 // slot table and its free list have a lock of their own, taken only when a
-// lane's cache of free slots runs dry or overflows (and to grow the table). How a lock is taken is environment-specific and comes from
-// "exec_arch.h" (the kernel's masks interrupts while it holds a lock so that
-// interrupt handlers may call wake).
+// lane's cache of free slots runs dry or overflows (and to grow the table).
+// How a lock is taken is environment-specific and comes from "exec_arch.h"
+// (the kernel's masks interrupts while it holds a lock so that interrupt
+// handlers may call wake). So does exec_lock1_*, what the dispatch and wake
+// steps of an executor with one lane take instead: an environment in which
+// such an executor is only ever used by one hart or thread at a time (the
+// kernel, whose executor has one lane only on a one-hart machine; the user
+// runtime, which has one lane only while main's thread is its only executor
+// thread) needs no spinning there, only what keeps its own interrupt
+// handlers out.
 #ifndef EXECUTOR_H
 #define EXECUTOR_H
 #include <stdint.h>
@@ -101,6 +108,8 @@ struct exec_lane {
   uint32_t nfree;
   uint32_t spawned, exited;           // counters, under lock (wrap: only differences count)
   uint32_t reserved;
+  struct co_queue *best;              // ready[lowest bit of bitmap], 0 when empty (under lock):
+                                      // a fetch reads it instead of finding the bit
   struct co_queue ready[];            // nprio queues
 };
 
@@ -207,7 +216,7 @@ extern const uint8_t exec_ctz8[256];
 // Used for fetch-highest: the best ready priority is the lowest set bit. With the
 // default 8 priorities every bitmap fits in the low byte, where a table lookup is
 // 4 instructions.
-static inline uint32_t exec_ctz64(uint64_t x) {
+static inline __attribute__((always_inline)) uint32_t exec_ctz64(uint64_t x) {
 #if defined(__riscv) && !defined(__riscv_zbb)
   if (x & 0xff)
     return exec_ctz8[x & 0xff];

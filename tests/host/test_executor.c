@@ -201,6 +201,58 @@ static void test_reprio(void) {
   exec_destroy(&ex);
 }
 
+// The round robin among equals (a yield whose queue is the lane's best:
+// rotated in place), with wakes remembered while running, and reprio taking
+// coroutines out of the head, the middle and the tail of a queue (heads keep
+// no prev link): the order stays FIFO, and the lane's cached best queue
+// follows its bitmap (exec_check compares them).
+static void test_rotate_and_unlink(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[64], n = 0;
+  struct rec r[5];
+  cid_t cid[5];
+  for (int i = 0; i < 5; i++) {
+    r[i] = (struct rec){ i, log, &n, CO_YIELD };
+    cid[i] = (cid_t)exec_spawn(&ex, rec_poll, &r[i], 3, CO_STACKLESS);
+  }
+  // Run 0 and 1 (each yields: rotated behind the rest); 1 is woken while it
+  // runs, which a yield absorbs.
+  struct co *c = exec_next(&ex, 0, 0);
+  CHECK(c->arg == &r[0]);
+  c = exec_next(&ex, c, c->poll(c->arg));
+  CHECK(c->arg == &r[1]);
+  CHECK_EQ(exec_wake(&ex, cid[1]), 0);
+  c = exec_next(&ex, c, c->poll(c->arg));   // queue now 3 4 0 1, 2 running
+  CHECK(c->arg == &r[2]);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  // 3 is the head, 0 in the middle, 1 the tail: move each elsewhere.
+  CHECK_EQ(exec_reprio(&ex, cid[3], 5), 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_reprio(&ex, cid[0], 5), 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_reprio(&ex, cid[1], 1), 0);  // better than the running one
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.bitmap, (1u << 1) | (1u << 3) | (1u << 5));
+  // 2 yields: 1 (priority 1) runs first, then 4 and 2 at 3, then 3 and 0 at 5.
+  n = 0;
+  for (int i = 0; i < 5; i++)
+    r[i].result = CO_DONE;
+  c = exec_next(&ex, c, CO_YIELD);
+  while (c) {
+    int res = c->poll(c->arg);
+    c = exec_next(&ex, c, res);
+    CHECK(exec_check(&ex, why, sizeof why) == 0);
+  }
+  int want[5] = { 1, 4, 2, 3, 0 };
+  CHECK_EQ(n, 5);
+  for (int i = 0; i < 5; i++)
+    CHECK_EQ(log[i], want[i]);
+  CHECK_EQ(ex.st.live, 0);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);
+  exec_destroy(&ex);
+}
+
 static void test_ten_thousand_alive(void) {
   enum { N = 10000 };
   struct executor ex;
@@ -473,6 +525,7 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_block_and_wake);
   RUN_TEST(test_stale_and_bad_cids);
   RUN_TEST(test_reprio);
+  RUN_TEST(test_rotate_and_unlink);
   RUN_TEST(test_ten_thousand_alive);
   RUN_TEST(test_ctz_soft);
   RUN_TEST(test_threaded_stress_invariants);
