@@ -42,6 +42,8 @@ int exec_init_lanes(struct executor *ex, uint32_t nprio, uint32_t nlanes,
   ex->lock = 0;
   ex->nprio = nprio;
   ex->nlanes = nlanes;
+  ex->multi = nlanes > 1;
+  ex->reserved = 0;
   ex->bitmap = 0;
   uint32_t shift = 5;
   while ((1u << shift) < sizeof(struct exec_lane) + nprio * sizeof(struct co_queue))
@@ -90,6 +92,8 @@ int exec_set_lanes(struct executor *ex, uint32_t nlanes) {
   while (n < nlanes && !__atomic_compare_exchange_n(&ex->nlanes, &n, nlanes, 0, __ATOMIC_SEQ_CST,
                                                     __ATOMIC_RELAXED))
     ;
+  if (nlanes > 1)
+    __atomic_store_n(&ex->multi, 1, __ATOMIC_SEQ_CST);
   UNLOCK(&l0->lock);
   return 0;
 }
@@ -424,7 +428,7 @@ static __attribute__((noinline)) int wake_multi(struct executor *ex, cid_t cid, 
 }
 
 int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
-  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) != 1)
+  if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
     return wake_multi(ex, cid, lane);
   // One lane (see exec_next_on): every coroutine's home, no atomics for the
   // union, and no call but tail calls.
@@ -706,8 +710,13 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
   exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
   struct co *c;
   if (prev) {
-    if (prev_result == CO_YIELD) {
+    if (__builtin_expect(prev_result == CO_PENDING && !prev->wake_pending, 1)) {
+      prev->state = CO_BLOCKED;           // the common case in the kernel: first
+    } else if (prev_result == CO_YIELD) {
       struct co_queue *q = &l->ready[prev->prio], *best = l->best;
+      // (Opaque to the optimiser, so that it addresses the queue through q
+      // below instead of computing its address a second time.)
+      __asm__("" : "+r"(q));
       if (best == q) {
         // Round robin among equals, the common yield: prev goes to the tail
         // of its queue and the head runs. The queue stays non-empty, so no
@@ -733,8 +742,6 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
         return prev;
       }
       enqueue_in(ex, l, prev, 1);       // something better is ready
-    } else if (prev_result == CO_PENDING && !prev->wake_pending) {
-      prev->state = CO_BLOCKED;
     } else if (prev_result == CO_DONE) {
       if (__builtin_expect(free_slot(l, prev), 0)) {
         c = l->best ? pop_in(ex, l, 1) : 0;
@@ -748,23 +755,24 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
       enqueue_in(ex, l, prev, 1);
     }
   }
-  c = 0;
-  if (l->best) {
-    c = pop_in(ex, l, 1);
-    c->state = CO_RUNNING;
+  if (__builtin_expect(!l->best, 0)) {
+    exec_lock1_release(&l->lock, irq);
+    return 0;
   }
+  c = pop_in(ex, l, 1);
+  c->state = CO_RUNNING;
   exec_lock1_release(&l->lock, irq);
   return c;
 }
 
 struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result) {
-  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) != 1)
+  if (__builtin_expect(__atomic_load_n(&ex->multi, __ATOMIC_RELAXED), 0))
     return next_multi(ex, lane, prev, prev_result);
   return next_one(ex, prev, prev_result);
 }
 
 struct co *exec_next(struct executor *ex, struct co *prev, int prev_result) {
-  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) != 1)
+  if (__builtin_expect(__atomic_load_n(&ex->multi, __ATOMIC_RELAXED), 0))
     return next_multi(ex, 0, prev, prev_result);
   return next_one(ex, prev, prev_result);
 }
@@ -911,6 +919,8 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
       r = fail(why, whylen, "lane free cache count is wrong; lane", i);
     nfree += cached;
   }
+  if (!r && ex->multi != (nl > 1))
+    r = fail(why, whylen, "the one-lane flag disagrees with the lane count", nl);
   if (!r && (any & ~__atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST)))
     r = fail(why, whylen, "a lane has a priority the union bitmap lacks; lanes' union", any);
   for (struct co *c = ex->free_list; c && !r; c = c->next) {

@@ -253,6 +253,37 @@ static void test_rotate_and_unlink(void) {
   exec_destroy(&ex);
 }
 
+// An executor that starts with one lane (the one-lane steps) and gets a
+// second while coroutines are queued, as the user runtime's alloc_cpu does:
+// from then on the several-lane steps run, and lane 1 steals lane 0's work.
+static void test_one_lane_grows(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  CHECK_EQ(ex.multi, 0);
+  int log[16], n = 0;
+  struct rec a = { 1, log, &n, CO_YIELD }, b = { 2, log, &n, CO_DONE }, d = { 3, log, &n, CO_DONE };
+  exec_spawn(&ex, rec_poll, &a, 2, CO_STACKLESS);
+  exec_spawn(&ex, rec_poll, &b, 2, CO_STACKLESS);
+  exec_spawn(&ex, rec_poll, &d, 6, CO_STACKLESS);
+  struct co *c = exec_next(&ex, 0, 0);
+  CHECK(c->arg == &a);
+  CHECK_EQ(exec_set_lanes(&ex, 2), 0);
+  CHECK_EQ(ex.multi, 1);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  struct co *e = exec_next_on(&ex, 1, 0, 0);   // lane 1 is empty: it steals b
+  CHECK(e && e->arg == &b && e->lane == 1);
+  c = exec_next_on(&ex, 0, c, CO_YIELD);       // nothing else at 2 anywhere: a goes on
+  CHECK(c->arg == &a);
+  e = exec_next_on(&ex, 1, e, CO_DONE);        // b done: lane 1 steals d too
+  CHECK(e && e->arg == &d && e->lane == 1);
+  CHECK(exec_next_on(&ex, 0, c, CO_DONE) == 0);   // a done: nothing left anywhere
+  CHECK(exec_next_on(&ex, 1, e, CO_DONE) == 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.st.live, 0);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);
+  exec_destroy(&ex);
+}
+
 static void test_ten_thousand_alive(void) {
   enum { N = 10000 };
   struct executor ex;
@@ -526,6 +557,7 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_stale_and_bad_cids);
   RUN_TEST(test_reprio);
   RUN_TEST(test_rotate_and_unlink);
+  RUN_TEST(test_one_lane_grows);
   RUN_TEST(test_ten_thousand_alive);
   RUN_TEST(test_ctz_soft);
   RUN_TEST(test_threaded_stress_invariants);
