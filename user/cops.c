@@ -20,7 +20,7 @@ _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch
 // the executor loop; alloc_cpu adds threads).
 struct cops_thread {
   struct co *cur;                  // the coroutine this thread runs (or last ran); first: cops.h reads it
-  volatile int crit;               // critical-section depth (see below)
+  volatile long crit;              // critical-section depth (see below)
   volatile int drain_due;          // the handler found crit > 0
   int pending_ops;                 // async calls this thread submitted, not done
   int uintr_on;                    // this thread's user interrupts are enabled
@@ -34,13 +34,14 @@ static struct cops_thread main_thread;
 static struct cops_thread helper_threads[COPS_MAX_HELPERS];
 static int nhelpers;
 
-static inline struct cops_thread *me(void) {
-  struct cops_thread *t;
-  __asm__ volatile("mv %0, tp" : "=r"(t));
-  return t;
-}
+// tp holds it for the thread's whole life: a global register variable, so
+// that its fields are addressed off tp itself (tp is never allocated by the
+// compiler anyway).
+register struct cops_thread *tp_thread __asm__("tp");
 
-static inline void set_me(struct cops_thread *t) { __asm__ volatile("mv tp, %0" :: "r"(t)); }
+static inline struct cops_thread *me(void) { return tp_thread; }
+
+static inline void set_me(struct cops_thread *t) { tp_thread = t; }
 
 #define current (me()->cur)
 
@@ -397,7 +398,7 @@ static inline int others_better(uint32_t prio) {
 // leaves it as it found it.
 static inline __attribute__((always_inline)) struct co *next_in_crit(struct co *prev, int res) {
   struct cops_thread *t = me();
-  int depth = t->crit;
+  long depth = t->crit;
   t->crit = depth + 1;
   __asm__ volatile("" ::: "memory");
   struct co *c = V->exec_next_on(EX, t->lane, prev, res);
@@ -452,7 +453,7 @@ static int run_loop(void) {
     if (others_better(c->prio))
       yield();
     me()->cur = c;
-    res = c->kind == CO_STACKFUL ? stackful_resume_cacs(c->arg) : c->poll(c->arg);
+    res = c->kind != CO_STACKLESS ? stackful_resume_cacs(c->arg) : c->poll(c->arg);
     // main ends as a coroutine that is done, on the thread that ran it (the
     // others go on until that thread ends the process).
     if (res == CO_DONE && main_done) {

@@ -372,12 +372,12 @@ int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void 
   l->spawned++;
   c->poll = poll;
   c->arg = arg;
-  c->prio = (uint8_t)prio;
   c->kind = (uint8_t)kind;
   c->wake_pending = 0;
   // A stale cid's waker may look at c->lane: it re-checks it under the lock
   // it takes, and then the generation, which moved on when the slot was freed.
   __atomic_store_n(&c->lane, lane, __ATOMIC_RELEASE);
+  c->prio = (uint8_t)prio;      // (not beside kind's store: GCC would merge the two bytes with shifts)
   enqueue(ex, l, c);
   cid_t cid = co_cid_inline(c);
   UNLOCK(&l->lock);

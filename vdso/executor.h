@@ -78,9 +78,11 @@ struct co {
   uint32_t gen;             // generation of this slot; part of the cid
   uint32_t slot;            // index in the slot table
   uint8_t prio;
+  uint8_t kind;             // enum co_kind
   uint8_t state;            // enum co_state
   uint8_t wake_pending;     // woken while running: requeue instead of blocking
-  uint8_t kind;             // enum co_kind, informational
+                            // (state and wake_pending share a halfword, so that
+                            // queueing a coroutine writes both with one store)
   uint32_t lane;            // home lane: where it is queued, runs, or was freed
 };
 
