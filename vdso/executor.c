@@ -714,23 +714,11 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
       prev->state = CO_BLOCKED;           // the common case in the kernel: first
     } else if (prev_result == CO_YIELD) {
       struct co_queue *q = &l->ready[prev->prio], *best = l->best;
-      // (Opaque to the optimiser, so that it addresses the queue through q
-      // below instead of computing its address a second time.)
-      __asm__("" : "+r"(q));
+      __asm__("" : "+r"(q));          // (as in exec_rotation_queue)
       if (best == q) {
-        // Round robin among equals, the common yield: prev goes to the tail
-        // of its queue and the head runs. The queue stays non-empty, so no
-        // bitmap changes; the same result as settling and fetching.
-        c = q->head;
-        struct co *t = q->tail;
-        t->next = prev;
-        prev->prev = t;
-        prev->next = 0;
-        q->tail = prev;
-        q->head = c->next;            // not empty: prev is behind c at least
-        prev->wake_pending = 0;
-        prev->state = CO_READY;
-        c->state = CO_RUNNING;
+        // Round robin among equals (executor.h): the same result as settling
+        // prev and fetching.
+        c = exec_rotate(q, prev);
         exec_lock1_release(&l->lock, irq);
         return c;
       }

@@ -201,6 +201,46 @@ int exec_check(struct executor *ex, char *why, size_t whylen);
 
 void exec_get_stats(struct executor *ex, struct exec_stats *st);
 
+// The round robin among equals, the common yield, inline so that the user
+// runtime's loop takes it without calling into the vDSO (it is also the
+// vDSO's own, in exec_next_on). exec_rotation_queue says whether it applies:
+// the executor has one lane and prev's queue is that lane's best (the
+// queue, or 0). Then exec_rotate does what exec_next_on(ex, lane, prev,
+// CO_YIELD) would: prev goes to the tail of that queue and its head runs;
+// the queue stays non-empty, so no bitmap changes. The caller excludes
+// everything else that may use the executor, as exec_lock1_* does (the user
+// runtime: its critical section; one lane means one thread there). Inline
+// code in user binaries fixes this layout: VDSO_VERSION (vdso.h) counts it.
+static inline __attribute__((always_inline)) struct co_queue *
+exec_rotation_queue(const struct executor *ex, const struct co *prev) {
+  if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
+    return 0;
+  struct exec_lane *l = (struct exec_lane *)ex->lanes;
+  struct co_queue *q = &l->ready[prev->prio];
+  // (Opaque to the optimiser, so that it addresses the queue through q
+  // afterwards instead of computing its address a second time.)
+  __asm__("" : "+r"(q));
+  if (l->best != q)
+    return 0;
+  if (!q)
+    __builtin_unreachable();   // (a queue's address: the caller need not test it)
+  return q;
+}
+
+static inline __attribute__((always_inline)) struct co *exec_rotate(struct co_queue *q,
+                                                                    struct co *prev) {
+  struct co *c = q->head, *t = q->tail;
+  t->next = prev;
+  prev->prev = t;
+  prev->next = 0;
+  q->tail = prev;
+  q->head = c->next;              // not empty: prev is behind c at least
+  prev->wake_pending = 0;
+  prev->state = CO_READY;
+  c->state = CO_RUNNING;
+  return c;
+}
+
 // Index of the lowest set bit of a non-zero word, without Zbb: isolate the lowest
 // bit and look it up by a de Bruijn multiply (6 instructions, no libgcc call, no
 // loop). Always defined so the host tests can check it against the builtin.

@@ -226,6 +226,19 @@ static void test_rotate_and_unlink(void) {
   c = exec_next(&ex, c, c->poll(c->arg));   // queue now 3 4 0 1, 2 running
   CHECK(c->arg == &r[2]);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
+  // The inline form (the user runtime's): 2 yields, 3 runs, 2 goes last.
+  struct co_queue *q = exec_rotation_queue(&ex, c);
+  CHECK(q != 0);
+  c = exec_rotate(q, c);
+  CHECK(c->arg == &r[3]);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  c = exec_next(&ex, c, CO_YIELD);          // and back through exec_next: 3 4 0 1 2 -> 4 runs
+  CHECK(c->arg == &r[4]);
+  c = exec_next(&ex, c, CO_YIELD);          // 0 1 2 3 4: 0 runs
+  c = exec_next(&ex, c, CO_YIELD);          // 1 runs
+  c = exec_next(&ex, c, CO_YIELD);          // 2 runs; queue 3 4 0 1
+  CHECK(c->arg == &r[2]);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
   // 3 is the head, 0 in the middle, 1 the tail: move each elsewhere.
   CHECK_EQ(exec_reprio(&ex, cid[3], 5), 0);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
@@ -267,8 +280,10 @@ static void test_one_lane_grows(void) {
   exec_spawn(&ex, rec_poll, &d, 6, CO_STACKLESS);
   struct co *c = exec_next(&ex, 0, 0);
   CHECK(c->arg == &a);
+  CHECK(exec_rotation_queue(&ex, c) != 0);      // b waits at a's priority: a rotation
   CHECK_EQ(exec_set_lanes(&ex, 2), 0);
   CHECK_EQ(ex.multi, 1);
+  CHECK(exec_rotation_queue(&ex, c) == 0);      // not with several lanes
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   struct co *e = exec_next_on(&ex, 1, 0, 0);   // lane 1 is empty: it steals b
   CHECK(e && e->arg == &b && e->lane == 1);
