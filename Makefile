@@ -206,6 +206,6 @@ clean:
 include scripts/host/host.mk
 include hw/qemu/qemu.mk
 
--include $(KOBJ:.o=.d)
+-include $(KOBJ:.o=.d) $(VDSO_OBJ:.o=.d)
 include hw/hw.mk
 include hw/soc/soc.mk

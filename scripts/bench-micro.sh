@@ -100,7 +100,7 @@ full=$(value yield_resume_fullsave)
       idle_stackful_bytes) what="kernel memory per blocked stackful coroutine (64 of them: 16 KiB stack + records)" ;;
       user_sync_syscall) what="user: getpid() round trip (ecall, trap entry and exit, dispatch)" ;;
       user_emulated_csr_read) what="user: one emulated u-CSR read (illegal instruction, redirected by OpenSBI from M-mode, emulated by the kernel)" ;;
-      user_switch_stackless) what="user: one switch between two stackless coroutines (vDSO exec_next + poll, runtime critical section)" ;;
+      user_switch_stackless) what="user: one switch between two stackless coroutines (the runtime's loop: critical section, the executor's rotation inline, priority publishing and check, poll)" ;;
       user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor" ;;
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
@@ -144,13 +144,15 @@ full=$(value yield_resume_fullsave)
   cat <<'NOTES'
 ## Reading the figures
 
-- A stackless dispatch pays for: the executor lock with interrupts masked
-  (`csrrc`, `amoswap.d`, release fence, `csrs`), settling the previous coroutine,
-  the bitmap lookup and dequeue, marking it running, the indirect call, and the
-  empty poll function itself. Read build/kernel.asm (`exec_next`) for the exact
-  sequence. A kernel on one hart takes the executor's one-lane path (no
-  atomics but the lock's); the lane lock with interrupts masked is still
-  there, and is most of the distance to 40.
+- A stackless dispatch (39) is 22 instructions of `exec_next` and 17 of the
+  benchmark's loop and its empty poll function (an indirect call; the poll
+  function sets up a frame). `exec_next` on one lane: the several-lanes flag
+  (a load and a branch), interrupts masked (`csrrc`, and `csrs` of the saved
+  bit after: a one-lane executor is used by one hart, so no lock word), the
+  settle (a blocked coroutine: its state, after the wake-pending test), the
+  fetch from the lane's cached best queue (no bit search; a queue that empties
+  finds the next best then), and the state of the one taken. Read
+  build/kernel.asm (`exec_next`) for the exact sequence.
 - The CACS pair is two 9-instruction switches plus the spills the compiler chose
   at each call site. The full-save pair is two calls to `full_switch` (28 loads
   and stores each) plus the same loop. The `via_executor` rows add one
@@ -205,9 +207,16 @@ full=$(value yield_resume_fullsave)
   run queue (one lock round, `runq_switch`), the thread's priority, and two
   page-table switches (through the kernel's table, so that a process that
   ends on another hart is never walked after it is freed).
-- A user coroutine switch goes through the vDSO entry table (an indirect call),
-  the runtime's critical-section counter, and the executor lock; the kernel's
-  own dispatch figure above is the same executor without those.
+- A user coroutine switch that yields to an equal (both user rows) is the
+  runtime's loop doing the executor's rotation inline (executor.h; the vDSO's
+  exec_next_on does the same rotation, and any other step is still a call
+  through the vDSO's table): about 25 instructions, with the test that it
+  applies (one lane, the yielder's queue the lane's best). Around it: the
+  critical-section counter (8), publishing the priority and asking whether
+  another process or the kernel has better work (12), and dispatching by kind
+  and the loop itself (12). The stackless row adds the benchmark's poll function (19); the
+  stackful row adds two 9-instruction CACS switches, the stack canary test,
+  and the benchmark's loop around `cops_yield`.
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.

@@ -19,8 +19,8 @@ _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch
 // Per-thread runtime state, found through tp (each thread of the process runs
 // the executor loop; alloc_cpu adds threads).
 struct cops_thread {
-  struct co *cur;                  // the coroutine this thread is running
-  volatile int crit;               // critical-section depth (see below)
+  struct co *cur;                  // the coroutine this thread runs (or last ran); first: cops.h reads it
+  volatile long crit;              // critical-section depth (see below)
   volatile int drain_due;          // the handler found crit > 0
   int pending_ops;                 // async calls this thread submitted, not done
   int uintr_on;                    // this thread's user interrupts are enabled
@@ -34,13 +34,14 @@ static struct cops_thread main_thread;
 static struct cops_thread helper_threads[COPS_MAX_HELPERS];
 static int nhelpers;
 
-static inline struct cops_thread *me(void) {
-  struct cops_thread *t;
-  __asm__ volatile("mv %0, tp" : "=r"(t));
-  return t;
-}
+// tp holds it for the thread's whole life: a global register variable, so
+// that its fields are addressed off tp itself (tp is never allocated by the
+// compiler anyway).
+register struct cops_thread *tp_thread __asm__("tp");
 
-static inline void set_me(struct cops_thread *t) { __asm__ volatile("mv tp, %0" :: "r"(t)); }
+static inline struct cops_thread *me(void) { return tp_thread; }
+
+static inline void set_me(struct cops_thread *t) { tp_thread = t; }
 
 #define current (me()->cur)
 
@@ -351,8 +352,6 @@ int cops_reprio(cid_t cid, uint32_t prio) {
   crit_exit();
   return r;
 }
-void cops_yield(void) { stackful_suspend(CO_YIELD); }
-void cops_block(void) { stackful_suspend(CO_PENDING); }
 int cops_check(char *why, size_t len) {
   crit_enter();
   int r = V->exec_check(EX, why, len);
@@ -379,8 +378,11 @@ static void main_body(void *arg) {
 // cooperation through the global bitmap in the read-only vvar page.) Our own
 // process is in the bitmap too, at the priority the kernel last ranked it
 // (PUBLISHED_PRIO); a bit that is only ours is no reason to step aside.
-static int others_better(uint32_t prio) {
+static inline int others_better(uint32_t prio) {
   uint64_t mask = (1ULL << prio) - 1;
+  // Usually neither has anything better: one test for both.
+  if (!((VVAR->kernel_bitmap | VVAR->global_bitmap) & mask))
+    return 0;
   if (VVAR->kernel_bitmap & mask)
     return 1;
   uint64_t g = VVAR->global_bitmap & mask;
@@ -390,16 +392,45 @@ static int others_better(uint32_t prio) {
   return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
 }
 
+// The loop's executor step, in a critical section. The depth is kept in a
+// register rather than read back: only this thread changes its own counter,
+// and its handler (which runs to its end inside whatever it interrupted)
+// leaves it as it found it.
+static inline __attribute__((always_inline)) struct co *next_in_crit(struct co *prev, int res) {
+  struct cops_thread *t = me();
+  long depth = t->crit;
+  t->crit = depth + 1;
+  __asm__ volatile("" ::: "memory");
+  // A yield to an equal: the executor's own rotation, inline (executor.h),
+  // without the call into the vDSO. Only with one lane, where this thread is
+  // the executor's only user and the critical section keeps the handler out.
+  struct co_queue *q;
+  struct co *c;
+  if (res == CO_YIELD && prev && (q = exec_rotation_queue(EX, prev)))
+    c = exec_rotate(q, prev);
+  else
+    c = V->exec_next_on(EX, t->lane, prev, res);
+  __asm__ volatile("" ::: "memory");
+  t = me();
+  t->crit = depth;
+  if (depth == 0 && t->drain_due)
+    drain();
+  return c;
+}
+
 // The executor loop, run by the main thread and by every thread alloc_cpu adds.
+// Every user coroutine switches by CACS (cops_spawn_stackful and cops_start
+// make them so), so the loop resumes them by CACS without asking: it is their
+// one call site, and spills only what it has live. Its thread's state is
+// found through tp each time rather than kept in a register across the
+// switch, which would be spilled and reloaded.
 static int run_loop(void) {
-  struct cops_thread *self = me();
   struct co *prev = 0;
   int res = 0;
   for (;;) {
-    crit_enter();
-    struct co *c = V->exec_next_on(EX, self->lane, prev, res);
-    crit_exit();
+    struct co *c = next_in_crit(prev, res);
     if (!c) {
+      struct cops_thread *self = me();
       prev = 0;
       *RUNNING_PRIO = COPS_NPRIO;
       if (self->pending_ops > 0) {
@@ -429,15 +460,16 @@ static int run_loop(void) {
     *RUNNING_PRIO = c->prio;
     if (others_better(c->prio))
       yield();
-    self->cur = c;
-    res = c->kind == CO_STACKFUL ? stackful_resume(c->arg) : c->poll(c->arg);
-    self->cur = 0;
-    prev = c;
-    if (main_done) {
-      if (self != &main_thread)
+    me()->cur = c;
+    res = c->kind != CO_STACKLESS ? stackful_resume_cacs(c->arg) : c->poll(c->arg);
+    // main ends as a coroutine that is done, on the thread that ran it (the
+    // others go on until that thread ends the process).
+    if (res == CO_DONE && main_done) {
+      if (me() != &main_thread)
         exit(main_status);         // main finished on a helper: end the process here
       return main_status;          // returning from main ends the program
     }
+    prev = me()->cur;
   }
 }
 

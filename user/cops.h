@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include "executor.h"
 #include "ces.h"
+#include "stackful.h"
 
 #define COPS_NPRIO NPRIO_DEFAULT
 #define COPS_MAIN_PRIO 4                // main() starts at this priority
@@ -35,8 +36,9 @@ size_t cops_stack_used(void);
 cid_t cops_current(void);
 int cops_wake(cid_t cid);               // 1 made ready, 0 absorbed, < 0 stale
 int cops_reprio(cid_t cid, uint32_t prio);
-void cops_yield(void);                  // stackful coroutines (and main) only
-void cops_block(void);                  // returns once woken
+// cops_yield (stackful coroutines and main only) and cops_block (returns once
+// woken) are below: inline, because they switch by CACS (vdso/stackful.h),
+// which saves only what is live where it is written.
 int cops_check(char *why, size_t len);  // the executor's invariants; 0 = hold
 void cops_stats(struct exec_stats *st);
 
@@ -77,5 +79,23 @@ int cops_ces_poll(cops_mutex_t *m, cops_mutex_node_t *n);
 // Called by crt0: set up the executor, run main as the first coroutine, return
 // main's status when it finishes.
 int cops_start(int argc, char **argv);
+
+// The calling coroutine's stackful record. tp points at the thread's runtime
+// state, whose first word is the coroutine it runs (user/cops.c).
+static inline __attribute__((always_inline)) struct stackful *cops_stackful_self(void) {
+  struct co *const *cur;
+  __asm__ volatile("mv %0, tp" : "=r"(cur));
+  return (struct stackful *)(*cur)->arg;
+}
+
+// Every user coroutine switches by CACS (cops.c makes them so): suspend to
+// the executor loop straight from the call site.
+static inline __attribute__((always_inline)) void cops_yield(void) {
+  stackful_suspend_cacs(cops_stackful_self(), CO_YIELD);
+}
+
+static inline __attribute__((always_inline)) void cops_block(void) {
+  stackful_suspend_cacs(cops_stackful_self(), CO_PENDING);
+}
 
 #endif

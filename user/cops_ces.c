@@ -20,9 +20,11 @@ static void relax(uint32_t spins) {
     yield();
 }
 
+static void block(void) { cops_block(); }   // (cops_block is inline)
+
 static const struct ces_env cops_ces_env = {
   .current = cops_current,
-  .block = cops_block,
+  .block = block,
   .wake = cops_wake,
   .wake_elsewhere = wake_elsewhere,
   .relax = relax,

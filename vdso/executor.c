@@ -42,6 +42,8 @@ int exec_init_lanes(struct executor *ex, uint32_t nprio, uint32_t nlanes,
   ex->lock = 0;
   ex->nprio = nprio;
   ex->nlanes = nlanes;
+  ex->multi = nlanes > 1;
+  ex->reserved = 0;
   ex->bitmap = 0;
   uint32_t shift = 5;
   while ((1u << shift) < sizeof(struct exec_lane) + nprio * sizeof(struct co_queue))
@@ -81,13 +83,17 @@ int exec_set_lanes(struct executor *ex, uint32_t nlanes) {
   // lane or ran before anything could be queued there.
   // Under lane 0's lock: with one lane the union is kept without atomics by
   // whoever holds that lock (union_set), so the switch to the shared protocol
-  // must not fall in the middle of such an update.
+  // must not fall in the middle of such an update. (The one-lane steps take
+  // exec_lock1_*, which may not touch the lock word: an environment that makes
+  // it so has one thread using a one-lane executor, and that is the caller.)
   struct exec_lane *l0 = lane_at(ex, 0);
   LOCKED(&l0->lock);
   uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
   while (n < nlanes && !__atomic_compare_exchange_n(&ex->nlanes, &n, nlanes, 0, __ATOMIC_SEQ_CST,
                                                     __ATOMIC_RELAXED))
     ;
+  if (nlanes > 1)
+    __atomic_store_n(&ex->multi, 1, __ATOMIC_SEQ_CST);
   UNLOCK(&l0->lock);
   return 0;
 }
@@ -115,6 +121,14 @@ cid_t co_cid(const struct co *c) { return co_cid_inline(c); }
 // lane has. It may briefly have one no lane has (a clear and a put-back
 // crossing); exec_next_on repairs that when a steal finds nothing.
 
+// With one lane the union is a copy of the lane's bitmap, which the kernel
+// reads without a lock. A volatile store: one aligned doubleword store is
+// single-copy atomic, and GCC 12 turns a relaxed __atomic_store_n into an
+// amoswap (and an address computation, as AMOs take no offset).
+static inline __attribute__((always_inline)) void union_copy(struct executor *ex, uint64_t b) {
+  *(volatile uint64_t *)&ex->bitmap = b;
+}
+
 // one: the caller knows the executor has one lane (then no load, no branch).
 static inline __attribute__((always_inline)) void union_set(struct executor *ex,
                                                             struct exec_lane *l, uint64_t bit,
@@ -123,7 +137,7 @@ static inline __attribute__((always_inline)) void union_set(struct executor *ex,
     // One lane (every user process with one executor thread, a kernel on one
     // hart): every writer holds its lock, so the union is simply a copy.
     l->bitmap |= bit;
-    __atomic_store_n(&ex->bitmap, l->bitmap, __ATOMIC_RELAXED);
+    union_copy(ex, l->bitmap);
     return;
   }
   __atomic_store_n(&l->bitmap, l->bitmap | bit, __ATOMIC_SEQ_CST);
@@ -163,7 +177,7 @@ static inline __attribute__((always_inline)) void lane_clear(struct executor *ex
                                                              int one) {
   if (one || ex->nlanes == 1) {
     l->bitmap &= ~bit;
-    __atomic_store_n(&ex->bitmap, l->bitmap, __ATOMIC_RELAXED);
+    union_copy(ex, l->bitmap);
     return;
   }
   __atomic_store_n(&l->bitmap, l->bitmap & ~bit, __ATOMIC_SEQ_CST);
@@ -171,6 +185,16 @@ static inline __attribute__((always_inline)) void lane_clear(struct executor *ex
 }
 
 // ---- ready queues (caller holds the lane's lock) ----
+// A queue is linked both ways, except that the head's prev is not kept (a
+// pop would have to clear it in the next coroutine for nothing): whether a
+// coroutine is a head is asked of its queue. The links of a coroutine that is
+// not queued mean nothing. l->best follows the lane's lowest bit: moved when a
+// queue becomes non-empty, and found again (the one ctz left) when the best
+// queue empties.
+
+static inline __attribute__((always_inline)) void find_best(struct exec_lane *l) {
+  l->best = l->bitmap ? &l->ready[exec_ctz64(l->bitmap)] : 0;
+}
 
 static inline __attribute__((always_inline)) void enqueue_in(struct executor *ex,
                                                              struct exec_lane *l, struct co *c,
@@ -182,6 +206,8 @@ static inline __attribute__((always_inline)) void enqueue_in(struct executor *ex
     q->tail->next = c;
   else {
     q->head = c;
+    if (!l->best || q < l->best)   // the queues lie in priority order
+      l->best = q;
     union_set(ex, l, 1ULL << c->prio, one);
   }
   q->tail = c;
@@ -190,32 +216,32 @@ static inline __attribute__((always_inline)) void enqueue_in(struct executor *ex
 
 static void unlink_ready(struct executor *ex, struct exec_lane *l, struct co *c) {
   struct co_queue *q = &l->ready[c->prio];
-  if (c->prev)
-    c->prev->next = c->next;
-  else
+  if (q->head == c)
     q->head = c->next;
+  else
+    c->prev->next = c->next;
   if (c->next)
     c->next->prev = c->prev;
   else
-    q->tail = c->prev;
-  if (!q->head)
+    q->tail = q->head ? c->prev : 0;
+  if (!q->head) {
     lane_clear(ex, l, 1ULL << c->prio, 0);
-  c->next = c->prev = 0;
+    if (l->best == q)
+      find_best(l);
+  }
 }
 
 // Take the head of the lane's best non-empty queue (the lane is not empty).
 static inline __attribute__((always_inline)) struct co *pop_in(struct executor *ex,
                                                                struct exec_lane *l, int one) {
-  struct co_queue *q = &l->ready[exec_ctz64(l->bitmap)];
+  struct co_queue *q = l->best;
   struct co *c = q->head;
   q->head = c->next;
-  if (c->next)
-    c->next->prev = 0;
-  else {
+  if (!c->next) {
     q->tail = 0;
     lane_clear(ex, l, 1ULL << c->prio, one);
+    find_best(l);
   }
-  c->next = 0;
   return c;
 }
 
@@ -346,12 +372,12 @@ int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void 
   l->spawned++;
   c->poll = poll;
   c->arg = arg;
-  c->prio = (uint8_t)prio;
   c->kind = (uint8_t)kind;
   c->wake_pending = 0;
   // A stale cid's waker may look at c->lane: it re-checks it under the lock
   // it takes, and then the generation, which moved on when the slot was freed.
   __atomic_store_n(&c->lane, lane, __ATOMIC_RELEASE);
+  c->prio = (uint8_t)prio;      // (not beside kind's store: GCC would merge the two bytes with shifts)
   enqueue(ex, l, c);
   cid_t cid = co_cid_inline(c);
   UNLOCK(&l->lock);
@@ -402,7 +428,7 @@ static __attribute__((noinline)) int wake_multi(struct executor *ex, cid_t cid, 
 }
 
 int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
-  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) != 1)
+  if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
     return wake_multi(ex, cid, lane);
   // One lane (see exec_next_on): every coroutine's home, no atomics for the
   // union, and no call but tail calls.
@@ -410,9 +436,9 @@ int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
   if (!c)
     return stale_wake(ex);
   struct exec_lane *l = (struct exec_lane *)ex->lanes;
-  exec_irqstate_t irq = exec_lock_acquire(&l->lock);
+  exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
   int r = wake_locked(ex, l, c, cid, 1);
-  exec_lock_release(&l->lock, irq);
+  exec_lock1_release(&l->lock, irq);
   if (lane)
     *lane = 0;
   return r == EXEC_ESTALE ? stale_wake(ex) : r;
@@ -671,39 +697,72 @@ static __attribute__((noinline)) struct co *spill_and_return(struct executor *ex
   return c;
 }
 
-struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result) {
-  if (__atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) != 1)
-    return next_multi(ex, lane, prev, prev_result);
-  // One lane (a process with one executor thread, a kernel on one hart): the
-  // same step with the union a plain copy of the lane's bitmap, written
-  // inline, and no call but tail calls. (nlanes only grows from 1 while the
-  // caller's own thread is the only one, outside this function, and under
-  // this lock: exec_set_lanes.)
+// One lane (a process with one executor thread, a kernel on one hart): the
+// step with the union a plain copy of the lane's bitmap, written inline, the
+// lock exec_lock1_* (executor.h), and no call but tail calls. (nlanes only
+// grows from 1 while the caller's own thread is the only one, outside this
+// function: exec_set_lanes.) Inlined into both entry points, so that neither
+// is a hop to the other.
+static inline __attribute__((always_inline)) struct co *next_one(struct executor *ex,
+                                                                 struct co *prev,
+                                                                 int prev_result) {
   struct exec_lane *l = (struct exec_lane *)ex->lanes;
-  LOCKED(&l->lock);
+  exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
+  struct co *c;
   if (prev) {
-    uint64_t upto = (2ULL << prev->prio) - 1;
-    if (prev_result == CO_YIELD && !(l->bitmap & upto)) {
-      prev->wake_pending = 0;
-      UNLOCK(&l->lock);
-      return prev;
+    if (__builtin_expect(prev_result == CO_PENDING && !prev->wake_pending, 1)) {
+      prev->state = CO_BLOCKED;           // the common case in the kernel: first
+    } else if (prev_result == CO_YIELD) {
+      struct co_queue *q = &l->ready[prev->prio], *best = l->best;
+      __asm__("" : "+r"(q));          // (as in exec_rotation_queue)
+      if (best == q) {
+        // Round robin among equals (executor.h): the same result as settling
+        // prev and fetching.
+        c = exec_rotate(q, prev);
+        exec_lock1_release(&l->lock, irq);
+        return c;
+      }
+      if (!best || best > q) {
+        // Nothing of its priority or better is ready: it would be queued and
+        // taken straight back, so it keeps running.
+        prev->wake_pending = 0;
+        exec_lock1_release(&l->lock, irq);
+        return prev;
+      }
+      enqueue_in(ex, l, prev, 1);       // something better is ready
+    } else if (prev_result == CO_DONE) {
+      if (__builtin_expect(free_slot(l, prev), 0)) {
+        c = l->best ? pop_in(ex, l, 1) : 0;
+        if (c)
+          c->state = CO_RUNNING;
+        exec_lock1_release(&l->lock, irq);
+        return spill_and_return(ex, c);   // the cache is overfull: give half back
+      }
+    } else {
+      prev->wake_pending = 0;           // woken while it ran: ready again
+      enqueue_in(ex, l, prev, 1);
     }
-    (void)settle_in(ex, l, prev, prev_result, 1);   // (an overfull cache: spilled below)
   }
-  struct co *c = 0;
-  if (l->bitmap) {
-    c = pop_in(ex, l, 1);
-    c->state = CO_RUNNING;
+  if (__builtin_expect(!l->best, 0)) {
+    exec_lock1_release(&l->lock, irq);
+    return 0;
   }
-  int spill = l->nfree > EXEC_LANE_FREE_MAX;
-  UNLOCK(&l->lock);
-  if (__builtin_expect(spill, 0))
-    return spill_and_return(ex, c);
+  c = pop_in(ex, l, 1);
+  c->state = CO_RUNNING;
+  exec_lock1_release(&l->lock, irq);
   return c;
 }
 
+struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result) {
+  if (__builtin_expect(__atomic_load_n(&ex->multi, __ATOMIC_RELAXED), 0))
+    return next_multi(ex, lane, prev, prev_result);
+  return next_one(ex, prev, prev_result);
+}
+
 struct co *exec_next(struct executor *ex, struct co *prev, int prev_result) {
-  return exec_next_on(ex, 0, prev, prev_result);
+  if (__builtin_expect(__atomic_load_n(&ex->multi, __ATOMIC_RELAXED), 0))
+    return next_multi(ex, 0, prev, prev_result);
+  return next_one(ex, prev, prev_result);
 }
 
 int exec_reserve(struct executor *ex, uint32_t slots) {
@@ -828,7 +887,7 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
           r = fail(why, whylen, "cycle in ready queue", p);
           break;
         }
-        if (c->state != CO_READY || c->prio != p || c->prev != prev || c->lane != i) {
+        if (c->state != CO_READY || c->prio != p || (prev && c->prev != prev) || c->lane != i) {
           r = fail(why, whylen, "bad coroutine in ready queue: slot", c->slot);
           break;
         }
@@ -837,6 +896,8 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
       if (!r && q->tail != prev)
         r = fail(why, whylen, "tail does not end queue", p);
     }
+    if (!r && l->best != (l->bitmap ? &l->ready[exec_ctz64(l->bitmap)] : 0))
+      r = fail(why, whylen, "the lane's best queue is not its lowest bit's; lane", i);
     uint32_t cached = 0;
     for (struct co *c = l->free; c && !r; c = c->next) {
       if (++cached > nslots || c->state != CO_FREE)
@@ -846,6 +907,8 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
       r = fail(why, whylen, "lane free cache count is wrong; lane", i);
     nfree += cached;
   }
+  if (!r && ex->multi != (nl > 1))
+    r = fail(why, whylen, "the one-lane flag disagrees with the lane count", nl);
   if (!r && (any & ~__atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST)))
     r = fail(why, whylen, "a lane has a priority the union bitmap lacks; lanes' union", any);
   for (struct co *c = ex->free_list; c && !r; c = c->next) {

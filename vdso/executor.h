@@ -27,9 +27,16 @@
 // whose best is worse than that union's best steals from the lane that has the
 // better coroutine (which then moves: its home becomes the thief's lane). The
 // slot table and its free list have a lock of their own, taken only when a
-// lane's cache of free slots runs dry or overflows (and to grow the table). How a lock is taken is environment-specific and comes from
-// "exec_arch.h" (the kernel's masks interrupts while it holds a lock so that
-// interrupt handlers may call wake).
+// lane's cache of free slots runs dry or overflows (and to grow the table).
+// How a lock is taken is environment-specific and comes from "exec_arch.h"
+// (the kernel's masks interrupts while it holds a lock so that interrupt
+// handlers may call wake). So does exec_lock1_*, what the dispatch and wake
+// steps of an executor with one lane take instead: an environment in which
+// such an executor is only ever used by one hart or thread at a time (the
+// kernel, whose executor has one lane only on a one-hart machine; the user
+// runtime, which has one lane only while main's thread is its only executor
+// thread) needs no spinning there, only what keeps its own interrupt
+// handlers out.
 #ifndef EXECUTOR_H
 #define EXECUTOR_H
 #include <stdint.h>
@@ -71,9 +78,11 @@ struct co {
   uint32_t gen;             // generation of this slot; part of the cid
   uint32_t slot;            // index in the slot table
   uint8_t prio;
+  uint8_t kind;             // enum co_kind
   uint8_t state;            // enum co_state
   uint8_t wake_pending;     // woken while running: requeue instead of blocking
-  uint8_t kind;             // enum co_kind, informational
+                            // (state and wake_pending share a halfword, so that
+                            // queueing a coroutine writes both with one store)
   uint32_t lane;            // home lane: where it is queued, runs, or was freed
 };
 
@@ -101,6 +110,8 @@ struct exec_lane {
   uint32_t nfree;
   uint32_t spawned, exited;           // counters, under lock (wrap: only differences count)
   uint32_t reserved;
+  struct co_queue *best;              // ready[lowest bit of bitmap], 0 when empty (under lock):
+                                      // a fetch reads it instead of finding the bit
   struct co_queue ready[];            // nprio queues
 };
 
@@ -111,6 +122,8 @@ struct executor {
   char *lanes;                        // nlanes lanes, 1 << lane_shift bytes apart
   uint32_t lane_shift;
   uint32_t nchunks;                   // published with release; readers need no lock
+  uint32_t multi;                     // nlanes > 1: the steps' one test for the one-lane path
+  uint32_t reserved;
   struct co *chunks[EXEC_MAX_CHUNKS]; // slot s is chunks[s/256][s%256]; never moved
   struct co *free_list;               // FREE slots not in a lane's cache, linked through `next`
   struct exec_stats st;               // slots (under lock); the rest is summed from the lanes
@@ -188,6 +201,46 @@ int exec_check(struct executor *ex, char *why, size_t whylen);
 
 void exec_get_stats(struct executor *ex, struct exec_stats *st);
 
+// The round robin among equals, the common yield, inline so that the user
+// runtime's loop takes it without calling into the vDSO (it is also the
+// vDSO's own, in exec_next_on). exec_rotation_queue says whether it applies:
+// the executor has one lane and prev's queue is that lane's best (the
+// queue, or 0). Then exec_rotate does what exec_next_on(ex, lane, prev,
+// CO_YIELD) would: prev goes to the tail of that queue and its head runs;
+// the queue stays non-empty, so no bitmap changes. The caller excludes
+// everything else that may use the executor, as exec_lock1_* does (the user
+// runtime: its critical section; one lane means one thread there). Inline
+// code in user binaries fixes this layout: VDSO_VERSION (vdso.h) counts it.
+static inline __attribute__((always_inline)) struct co_queue *
+exec_rotation_queue(const struct executor *ex, const struct co *prev) {
+  if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
+    return 0;
+  struct exec_lane *l = (struct exec_lane *)ex->lanes;
+  struct co_queue *q = &l->ready[prev->prio];
+  // (Opaque to the optimiser, so that it addresses the queue through q
+  // afterwards instead of computing its address a second time.)
+  __asm__("" : "+r"(q));
+  if (l->best != q)
+    return 0;
+  if (!q)
+    __builtin_unreachable();   // (a queue's address: the caller need not test it)
+  return q;
+}
+
+static inline __attribute__((always_inline)) struct co *exec_rotate(struct co_queue *q,
+                                                                    struct co *prev) {
+  struct co *c = q->head, *t = q->tail;
+  t->next = prev;
+  prev->prev = t;
+  prev->next = 0;
+  q->tail = prev;
+  q->head = c->next;              // not empty: prev is behind c at least
+  prev->wake_pending = 0;
+  prev->state = CO_READY;
+  c->state = CO_RUNNING;
+  return c;
+}
+
 // Index of the lowest set bit of a non-zero word, without Zbb: isolate the lowest
 // bit and look it up by a de Bruijn multiply (6 instructions, no libgcc call, no
 // loop). Always defined so the host tests can check it against the builtin.
@@ -207,7 +260,7 @@ extern const uint8_t exec_ctz8[256];
 // Used for fetch-highest: the best ready priority is the lowest set bit. With the
 // default 8 priorities every bitmap fits in the low byte, where a table lookup is
 // 4 instructions.
-static inline uint32_t exec_ctz64(uint64_t x) {
+static inline __attribute__((always_inline)) uint32_t exec_ctz64(uint64_t x) {
 #if defined(__riscv) && !defined(__riscv_zbb)
   if (x & 0xff)
     return exec_ctz8[x & 0xff];

@@ -13,7 +13,8 @@
 #include "ces.h"
 
 #define VDSO_MAGIC 0x4f53445643524f43ULL   // "CORCVDSO"
-#define VDSO_VERSION 2                 // 2: executor lanes (exec_*_on, exec_init_lanes), CES
+#define VDSO_VERSION 3                 // 2: executor lanes (exec_*_on, exec_init_lanes), CES
+                                       // 3: the lane layout is shared (exec_rotate, inline)
 
 struct vdso_table {
   uint64_t magic;

@@ -201,6 +201,104 @@ static void test_reprio(void) {
   exec_destroy(&ex);
 }
 
+// The round robin among equals (a yield whose queue is the lane's best:
+// rotated in place), with wakes remembered while running, and reprio taking
+// coroutines out of the head, the middle and the tail of a queue (heads keep
+// no prev link): the order stays FIFO, and the lane's cached best queue
+// follows its bitmap (exec_check compares them).
+static void test_rotate_and_unlink(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[64], n = 0;
+  struct rec r[5];
+  cid_t cid[5];
+  for (int i = 0; i < 5; i++) {
+    r[i] = (struct rec){ i, log, &n, CO_YIELD };
+    cid[i] = (cid_t)exec_spawn(&ex, rec_poll, &r[i], 3, CO_STACKLESS);
+  }
+  // Run 0 and 1 (each yields: rotated behind the rest); 1 is woken while it
+  // runs, which a yield absorbs.
+  struct co *c = exec_next(&ex, 0, 0);
+  CHECK(c->arg == &r[0]);
+  c = exec_next(&ex, c, c->poll(c->arg));
+  CHECK(c->arg == &r[1]);
+  CHECK_EQ(exec_wake(&ex, cid[1]), 0);
+  c = exec_next(&ex, c, c->poll(c->arg));   // queue now 3 4 0 1, 2 running
+  CHECK(c->arg == &r[2]);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  // The inline form (the user runtime's): 2 yields, 3 runs, 2 goes last.
+  struct co_queue *q = exec_rotation_queue(&ex, c);
+  CHECK(q != 0);
+  c = exec_rotate(q, c);
+  CHECK(c->arg == &r[3]);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  c = exec_next(&ex, c, CO_YIELD);          // and back through exec_next: 3 4 0 1 2 -> 4 runs
+  CHECK(c->arg == &r[4]);
+  c = exec_next(&ex, c, CO_YIELD);          // 0 1 2 3 4: 0 runs
+  c = exec_next(&ex, c, CO_YIELD);          // 1 runs
+  c = exec_next(&ex, c, CO_YIELD);          // 2 runs; queue 3 4 0 1
+  CHECK(c->arg == &r[2]);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  // 3 is the head, 0 in the middle, 1 the tail: move each elsewhere.
+  CHECK_EQ(exec_reprio(&ex, cid[3], 5), 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_reprio(&ex, cid[0], 5), 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_reprio(&ex, cid[1], 1), 0);  // better than the running one
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.bitmap, (1u << 1) | (1u << 3) | (1u << 5));
+  // 2 yields: 1 (priority 1) runs first, then 4 and 2 at 3, then 3 and 0 at 5.
+  n = 0;
+  for (int i = 0; i < 5; i++)
+    r[i].result = CO_DONE;
+  c = exec_next(&ex, c, CO_YIELD);
+  while (c) {
+    int res = c->poll(c->arg);
+    c = exec_next(&ex, c, res);
+    CHECK(exec_check(&ex, why, sizeof why) == 0);
+  }
+  int want[5] = { 1, 4, 2, 3, 0 };
+  CHECK_EQ(n, 5);
+  for (int i = 0; i < 5; i++)
+    CHECK_EQ(log[i], want[i]);
+  CHECK_EQ(ex.st.live, 0);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);
+  exec_destroy(&ex);
+}
+
+// An executor that starts with one lane (the one-lane steps) and gets a
+// second while coroutines are queued, as the user runtime's alloc_cpu does:
+// from then on the several-lane steps run, and lane 1 steals lane 0's work.
+static void test_one_lane_grows(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  CHECK_EQ(ex.multi, 0);
+  int log[16], n = 0;
+  struct rec a = { 1, log, &n, CO_YIELD }, b = { 2, log, &n, CO_DONE }, d = { 3, log, &n, CO_DONE };
+  exec_spawn(&ex, rec_poll, &a, 2, CO_STACKLESS);
+  exec_spawn(&ex, rec_poll, &b, 2, CO_STACKLESS);
+  exec_spawn(&ex, rec_poll, &d, 6, CO_STACKLESS);
+  struct co *c = exec_next(&ex, 0, 0);
+  CHECK(c->arg == &a);
+  CHECK(exec_rotation_queue(&ex, c) != 0);      // b waits at a's priority: a rotation
+  CHECK_EQ(exec_set_lanes(&ex, 2), 0);
+  CHECK_EQ(ex.multi, 1);
+  CHECK(exec_rotation_queue(&ex, c) == 0);      // not with several lanes
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  struct co *e = exec_next_on(&ex, 1, 0, 0);   // lane 1 is empty: it steals b
+  CHECK(e && e->arg == &b && e->lane == 1);
+  c = exec_next_on(&ex, 0, c, CO_YIELD);       // nothing else at 2 anywhere: a goes on
+  CHECK(c->arg == &a);
+  e = exec_next_on(&ex, 1, e, CO_DONE);        // b done: lane 1 steals d too
+  CHECK(e && e->arg == &d && e->lane == 1);
+  CHECK(exec_next_on(&ex, 0, c, CO_DONE) == 0);   // a done: nothing left anywhere
+  CHECK(exec_next_on(&ex, 1, e, CO_DONE) == 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.st.live, 0);
+  CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);
+  exec_destroy(&ex);
+}
+
 static void test_ten_thousand_alive(void) {
   enum { N = 10000 };
   struct executor ex;
@@ -473,6 +571,8 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_block_and_wake);
   RUN_TEST(test_stale_and_bad_cids);
   RUN_TEST(test_reprio);
+  RUN_TEST(test_rotate_and_unlink);
+  RUN_TEST(test_one_lane_grows);
   RUN_TEST(test_ten_thousand_alive);
   RUN_TEST(test_ctz_soft);
   RUN_TEST(test_threaded_stress_invariants);
