@@ -169,9 +169,10 @@ full=$(value yield_resume_fullsave)
   enters the handler, `uret` does not trap. A thread's u-CSRs stay in the
   hart across traps that return to it; they are saved and loaded (about 70
   instructions, with pointing its controller entry at the hart) only when it
-  blocks, is preempted, or its switcher yields to kernel work. So a native
-  getpid costs about 25 instructions more than an emulated one (handing a
-  posted USIP over and taking an untaken one back), and a switch about 80.
+  blocks, is preempted, or its switcher yields to kernel work. So a call
+  through the switcher costs about 25 instructions more than an emulated one
+  (handing a posted USIP over and taking an untaken one back), and a switch
+  about 80; a pure call (getpid) costs the same on both (below).
 - `uintr_delivery_local_*` counts from the kernel's post to the first
   instruction of the handler's C function, on one hart: the rest of the kernel
   work that made the completion, the switch back to the process, and the
@@ -195,18 +196,21 @@ full=$(value yield_resume_fullsave)
   instructions by a kernel trace. `SMP=2 HART=1 scripts/profile.sh
   remote_delivery` counts one hart's instructions alone.
 - Where the missed rows go is profiled line by line at the end of this page.
-  A getpid is about 90 instructions of register saving and loading (31 user
-  registers each way, and the kernel's ra, sp, s0 and tp), 81 of the
-  switching coroutine's per-trap work (publishing where the thread runs,
-  the user-interrupt hand-over, reading scause, the priority it carries), 69
-  of dispatch (the call's arguments record, the table, the async and wait
-  cases), 43 of `prio_publish` (COPS publishes the process's rank at every
-  kernel entry) and 10 of the call itself. Reaching 200 would take a trap
-  path that answers short calls without the switching coroutine's loop;
-  that has not been built. A thread or process switch is that trap plus the
-  run queue (one lock round, `runq_switch`), the thread's priority, and two
-  page-table switches (through the kernel's table, so that a process that
-  ends on another hart is never walked after it is freed).
+  getpid is a pure call (kernel/purecalls.h), which the trap answers by
+  itself: `uservec` saves the 19 registers C code may change and the four
+  the kernel replaces, calls `syscall_fast` on the switcher's stack, and
+  restores them (about 60 instructions with the `stvec` swap and the
+  `sret`); `syscall_fast` checks that nothing needs the switcher's loop (no
+  kernel work of equal or better priority, no pending user interrupt, ring
+  overflow, kill or tracing), publishes the process's rank (COPS: at every
+  kernel entry; one look at the kernel's bitmap and the executor page, about
+  45) and calls the handler (10). Every other call takes the full path: the
+  11 registers C code keeps are saved too, and the switcher's loop runs
+  (publishing where the thread runs, the user-interrupt hand-over, scause,
+  dispatch). A thread or process switch is that full trap plus the run
+  queue (one lock round, `runq_switch`, at the rank published at the trap),
+  and two page-table switches (through the kernel's table, so that a
+  process that ends on another hart is never walked after it is freed).
 - A user coroutine switch that yields to an equal (both user rows) is the
   runtime's loop doing the executor's rotation inline (executor.h; the vDSO's
   exec_next_on does the same rotation, and any other step is still a call
