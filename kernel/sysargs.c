@@ -8,8 +8,6 @@
 #include "socket.h"
 #include "uvm.h"
 
-struct file *fd_file(struct proc *p, uint64_t fd) { return fdt_lookup(&p->fds, fd); }
-
 struct file *fd_file_hold(struct proc *p, uint64_t fd) {
   spin_lock(&p->lock);
   struct file *f = fd_file(p, fd);

@@ -58,7 +58,7 @@ void sysargs_release(struct sysargs *sa);
 
 // Descriptors and user ranges (kernel/sysargs.c).
 struct file;
-struct file *fd_file(struct proc *p, uint64_t fd);
+static inline struct file *fd_file(struct proc *p, uint64_t fd) { return fdt_lookup(&p->fds, fd); }
 // The same with a reference of the caller's own (file_close gives it back),
 // taken under the lock close() clears slots under; 0 if fd is not open.
 struct file *fd_file_hold(struct proc *p, uint64_t fd);
