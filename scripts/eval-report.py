@@ -39,10 +39,12 @@ MEM_FIELDS = ["model", "limit", "total_pages", "thread_struct_bytes",
               "note"]
 MODELS = ["kcuc", "kcut", "ktut", "ktuc"]
 PAGE = 4096
-# matrixd's connection limits (user/matrixd.c): a UC connection holds one
-# descriptor of NOFILE (1100, 8 kept back); a UT connection three threads of
-# MAXTHREADS_ABI (512, two kept back).
-UC_LIMIT, UT_LIMIT = 1092, 170
+# matrixd's connection limits (scripts/eval.sh's boots): a UC connection holds
+# one descriptor; the figures' boots start matrixd with -c 1100 and the
+# default 1,100 descriptors (8 kept back: 1092), Table 3's with -c 16368 and
+# nofile=16384. A UT connection is three threads of MAXTHREADS_ABI (4096, two
+# kept back: user/matrixd.h MD_UT_MAX_CONNS). Table 3's rows record theirs.
+UC_LIMIT, UT_LIMIT, T3_UC_LIMIT = 1092, 1364, 16368
 # The paper's figures (section 5, Table 3) and its memory arithmetic.
 PAPER_MAX = {"kcuc": 385, "ktut": 186}
 PAPER_CONN_BYTES = {"kcuc": 0x4000 * 2 + 176 + 120 + 80 + 64, "ktut": 0x4000 * 2 * 3}
@@ -138,7 +140,7 @@ def read_kmem(path):
 
 def cmd_mem(a):
     acc = load_json(a.accept + ".json") or {}
-    row = {"model": a.model, "limit": UT_LIMIT if a.model in ("kcut", "ktut") else UC_LIMIT}
+    row = {"model": a.model, "limit": UT_LIMIT if a.model in ("kcut", "ktut") else T3_UC_LIMIT}
     for k in ("refused", "answered", "wrong", "errors"):
         row["accept_" + k] = acc.get(k, "")
     row["accepted"] = acc.get("connected", "")
@@ -635,9 +637,10 @@ def table3_section(mem, machine, out):
         "of these (kernel/palloc.c): kmalloc takes its slabs from it, and so do page tables, "
         "stackful kernel coroutines (16 KiB stacks) and every user page (heap through brk, "
         "stacks). No kernel argument caps a part of it; the pool is what RAM holds beyond the "
-        "kernel image. So the budget is set with QEMU's `-m %s`: the kernel image (with its "
-        "static process table, 19 MiB for 64 processes of 512 threads) and OpenSBI take the "
-        "first 23 MiB, and the boot banner reports 36 MiB free, %s pages in the pool. One hart. "
+        "kernel image. So the budget is set with QEMU's `-m`, found by a probe boot "
+        "(scripts/eval.sh: the pages OpenSBI, the kernel image and a running init take at "
+        "64 MiB, added to the 36 MiB): `-m %s` here, %s pages in the pool. One hart, bootargs "
+        "`nofile=16384`, so memory, not descriptors, ends the count. "
         "mclient opens connections (`--until-refused --requests 1 --ramp 1`) until matrixd "
         "refuses one, each accepted connection gets one request and its answer, and while all "
         "are held open the kernel's counters are read through QEMU's gdb stub "
@@ -651,7 +654,7 @@ def table3_section(mem, machine, out):
         "connections all get their answer is found by bisection, a fresh boot per try, and the "
         "memory per connection is measured there: the difference to the baseline (matrixd "
         "listening, no connection) divided by the connections held.\n"
-        % (machine.get("budget_mem", "59M"), mem[0].get("total_pages", "?") if mem else "?"))
+        % (machine.get("budget_mem", "?"), mem[0].get("total_pages", "?") if mem else "?"))
     out.append("| model | accepted until refused | what refused | of those answered | "
                "all answered at most | pool per conn | kernel heap per conn | user heap per conn | "
                "other pages per conn | pool left | paper |")
@@ -670,8 +673,8 @@ def table3_section(mem, machine, out):
         if not acc:
             stop = r["note"] or "no connection accepted"
         elif acc >= limit:
-            stop = "matrixd's limit: %s" % ("3 threads each of 512" if m in ("kcut", "ktut")
-                                            else "a descriptor each of 1100")
+            stop = "matrixd's limit: %d connections%s" % (
+                limit, " of 3 threads each" if m in ("kcut", "ktut") else "")
         elif left_acc is not None and left_acc < 0.01 * (num(r["total_pages"]) or 1):
             stop = "memory: %d pages left in the pool" % left_acc
         else:
@@ -718,10 +721,10 @@ def table3_section(mem, machine, out):
     out.append(
         "Kernel heap = kmalloc's slab and large pages; user heap = matrixd's brk; other = the "
         "rest of the pages the connections took: stacks of stackful kernel coroutines, page "
-        "tables, user stacks outside the heap. Not in these figures: the per-thread kernel state "
-        "(`struct thread`, %s bytes each) sits in the static process table, so the UT models' "
-        "three threads per connection cost %s bytes more there, reserved at build time.\n"
-        % (ts or "?", int(ts) * 3 if ts else "?"))
+        "tables, user stacks outside the heap. The per-thread kernel state (`struct thread`, "
+        "%s bytes each, allocated when a thread is first created) is in the kernel heap, so "
+        "the UT models' three threads per connection are counted there.\n"
+        % (ts or "?"))
     parts = []
     for m in MODELS:
         if m in got:
@@ -745,7 +748,7 @@ def table3_section(mem, machine, out):
     if "kcuc" in got and "ktut" in got:
         (c_n, c_used, c_left, _), (t_n, t_used, t_left, t_acc) = got["kcuc"], got["ktut"]
         t_fit = int(t_n + t_left / t_used) if t_used > 0 else t_n
-        capped = t_acc >= UT_LIMIT
+        capped = t_acc >= int(num(pick(mem, model="ktut")["limit"]) or UT_LIMIT)
         ok = c_n > (t_fit if capped else t_n) and c_used < t_used
         detail = ("Coral holds %d KCUC connections and %d KTUT ones%s; a KTUT connection costs "
                   "%.1f KiB of the pool, a KCUC one %.1f KiB (%.1f×)."
