@@ -66,13 +66,16 @@ extern struct md_totals md_tot;
 static inline void md_count(long *v, long d) { __atomic_fetch_add(v, d, __ATOMIC_SEQ_CST); }
 static inline long md_get(long *v) { return __atomic_load_n(v, __ATOMIC_SEQ_CST); }
 
-// Stacks of a UC connection's three coroutines. Measured with -S (paint the
-// stacks, report the deepest each part went): see docs/results/conn.md. The
-// receiver holds its MD_RECV_BYTES buffer; user interrupts run on whatever
-// stack they interrupt, which the margin covers.
-#define MD_STACK_RECEIVER (8 * 1024)
-#define MD_STACK_HANDLER (4 * 1024)
-#define MD_STACK_SENDER (4 * 1024)
+// Stacks of a UC connection's three coroutines: the runtime's smallest
+// (COPS_STACK_MIN). Measured with -S (paint the stacks, report the deepest
+// each part went) under closed-loop load at n = 15 and 32 and with
+// priorities: 792, 584 and 616 bytes (the receiver's buffer is not on its
+// stack: user/matrixd_uc.c). User interrupts run on whatever stack they
+// interrupt, which the margin covers; an overflow is caught by the stack's
+// canary at the next switch.
+#define MD_STACK_RECEIVER 2048
+#define MD_STACK_HANDLER 2048
+#define MD_STACK_SENDER 2048
 // -S: the deepest stack seen per part (0 receiver, 1 handler, 2 sender).
 extern long md_stack_peak[3];
 void md_stack_note(int part);            // the calling part is ending: note its depth
@@ -121,6 +124,8 @@ struct md_parse {
   long last_rx;             // uptime of the last bytes received
 };
 int md_parse_init(struct md_parse *ps);
+// Holds the parser nothing (no part of a message buffered, its buffers lent back)?
+static inline int md_parse_idle(const struct md_parse *ps) { return ps->vals == 0; }
 void md_parse_free(struct md_parse *ps);
 
 // What md_parse_feed found besides messages.

@@ -41,6 +41,7 @@ struct uconn {
   int in_recv;                 // the receiver is inside recv: its parser is idle
   int in_send;
   long send_since;
+  char first;                  // an idle connection's one-byte receive (receiver)
 };
 
 static int lfd;
@@ -175,9 +176,33 @@ static void emit_rx(void *ctx, struct md_msg *m) {
   q_put(&c->rxq, m);
 }
 
+// Receive buffers (MD_RECV_BYTES), taken only for a receive into a connection
+// that is in the middle of a message. One is kept spare for the next receive;
+// everything here runs on one executor thread, so no lock.
+static char *rx_spare;
+
+static char *rx_get(void) {
+  char *b = rx_spare;
+  rx_spare = 0;
+  return b ? b : malloc(MD_RECV_BYTES);
+}
+
+static void rx_put(char *b) {
+  if (b && !rx_spare)
+    rx_spare = b;
+  else
+    free(b);
+}
+
+// An idle connection (its parser holds nothing: the buffers of md_parse are
+// back in their pool) waits for its next request with a one-byte receive
+// into the connection itself, and takes a receive buffer only once bytes have
+// come. So an idle connection holds no buffer, and the receiver's stack is
+// small (MD_STACK_RECEIVER): with the paper's memory budget that is what lets
+// thousands of connections in (docs/results/eval.md, Table 3). The price is
+// one receive more per request, for bytes that are already there.
 static void receiver(void *arg) {
   struct uconn *c = arg;
-  char buf[MD_RECV_BYTES];
   while (!c->dying) {
     // Back-pressure: a peer that sends but does not read gets no more than
     // MD_MAX_OUTSTANDING replies queued for it.
@@ -188,22 +213,31 @@ static void receiver(void *arg) {
     }
     if (c->dying)
       break;
-    long want = md_recv_size(&c->ps);
-    c->in_recv = 1;
-    long r = cops_async(SYS_recv, c->fd, (long)buf, want);
-    c->in_recv = 0;
-    if (c->dying)
-      break;
-    if (r < 0) {               // reset (or another error): end it at once
+    int idle = md_parse_idle(&c->ps);
+    long want = idle ? 1 : md_recv_size(&c->ps);
+    char *buf = idle ? &c->first : rx_get();
+    if (!buf) {
       conn_kill(c);
       break;
     }
-    if (r == 0) {              // the peer has closed: answer what came, then close
-      q_close(&c->rxq);
+    c->in_recv = 1;
+    long r = cops_async(SYS_recv, c->fd, (long)buf, want);
+    c->in_recv = 0;
+    if (c->dying || r <= 0) {
+      if (!idle)
+        rx_put(buf);
+      if (c->dying)
+        break;
+      if (r < 0)               // reset (or another error): end it at once
+        conn_kill(c);
+      else                     // the peer has closed: answer what came, then close
+        q_close(&c->rxq);
       break;
     }
     int prio = c->prio;
     int f = md_parse_feed(&c->ps, buf, (size_t)r, md_more_pending(want, r), emit_rx, c, &prio);
+    if (!idle)
+      rx_put(buf);
     watch(c);
     if (prio != c->prio)
       set_prio(c, prio);
