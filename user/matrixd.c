@@ -1,7 +1,7 @@
 // matrixd: the matrix-echo server of the COPS evaluation (paper section 5).
 //
 //   matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod]
-//           [-c max_conns] [-q] [-S] [-R N]
+//           [-c max_conns] [-F max_inflight] [-q] [-S] [-R N]
 //
 //   -m  the model (below; default kcuc)        -p  the TCP port (80)
 //   -n  the largest n accepted (32, at most MP_MAX_N_LIMIT)
@@ -12,6 +12,11 @@
 //   -c  connections served at once (1024; the descriptor and thread limits
 //       may lower it); more are accepted and closed at once ("refused"). The
 //       kernel's descriptor limit is bootargs nofile=N (kstat KSTAT_NOFILE).
+//   -F  UC models: requests in flight at once (256; 0: no limit). A
+//       connection whose next request would exceed it waits, before reading
+//       it, for one to finish: memory for requests (receive and parse
+//       buffers, request, reply) is then bounded by this, not by the
+//       connections (user/matrixd_uc.c).
 //   -q  print only the lines below (no warnings).
 //   -R N  print "matrixd: open=C free_pages=F kmalloc_bytes=B heap_bytes=H"
 //       at start (C = 0) and whenever C, the connections open, reaches a
@@ -130,6 +135,11 @@ static int parse_args(int argc, char **argv) {
       if ((x = number(v, 1, NOFILE_MAX)) < 0)
         return -1;
       md_cfg.max_conns = (int)x;
+      break;
+    case 'F':
+      if ((x = number(v, 0, NOFILE_MAX)) < 0)
+        return -1;
+      md_cfg.max_inflight = (int)x;
       break;
     default:
       return -1;

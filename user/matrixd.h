@@ -28,6 +28,7 @@ struct md_config {
   int max_n;          // largest request the parser takes (-n)
   int prio_mod;       // -P mod: connection index mod the usable priorities
   int max_conns;      // -c: more are accepted and closed at once
+  int max_inflight;   // -F: UC requests in flight at once (0: no limit)
   int quiet;          // -q: only the lines tests parse
   int stack_report;   // -S: measure the coroutines' stacks, report with each idle line
   long report_every;  // -R N: report memory at every N-th connection open at once

@@ -42,6 +42,9 @@ struct uconn {
   int in_send;
   long send_since;
   char first;                  // an idle connection's one-byte receive (receiver)
+  int slot;                    // holds one of the requests-in-flight slots (below)
+  int slot_waiting;            // its receiver waits for one, linked in slot_waiters
+  struct uconn *slot_prev, *slot_next;
 };
 
 static int lfd;
@@ -51,6 +54,74 @@ static int lfd;
 static struct uconn *watched;
 static cid_t main_cid, watchdog_cid;
 static int watchdog_parked, idle_due;
+
+// ---- requests in flight ----
+// A connection takes a slot when the first bytes of a message reach its idle
+// receiver, and gives it back once nothing of it is left: its parser idle and
+// every reply sent. At most md_cfg.max_inflight (-F) are held at once; the
+// receivers of other connections wait for one, first come first served,
+// before they read on. So what requests need (a receive buffer, the parser's
+// buffers, the request and its reply: about 8 KiB at n = 15) is bounded by
+// the slots, not by the connections, and thousands of connections that ask at
+// once fit in memory (the paper's budget: docs/results/eval.md, Table 3),
+// served in turn. A slot held by a peer that stops mid-request comes back by
+// the watchdog's stall rule.
+static int slots_held;
+static struct uconn *slot_waiters, *slot_waiters_tail;
+
+static void slot_unwait(struct uconn *c) {
+  if (c->slot_prev)
+    c->slot_prev->slot_next = c->slot_next;
+  else
+    slot_waiters = c->slot_next;
+  if (c->slot_next)
+    c->slot_next->slot_prev = c->slot_prev;
+  else
+    slot_waiters_tail = c->slot_prev;
+  c->slot_prev = c->slot_next = 0;
+  c->slot_waiting = 0;
+}
+
+// The receiver of c: take a slot, waiting for one if need be. 0, or -1 if the
+// connection is dying meanwhile.
+static int slot_take(struct uconn *c) {
+  if (c->slot)
+    return 0;
+  if (!md_cfg.max_inflight || (slots_held < md_cfg.max_inflight && !slot_waiters)) {
+    slots_held++;
+    c->slot = 1;
+    return 0;
+  }
+  c->slot_waiting = 1;
+  c->slot_prev = slot_waiters_tail;
+  c->slot_next = 0;
+  if (slot_waiters_tail)
+    slot_waiters_tail->slot_next = c;
+  else
+    slot_waiters = c;
+  slot_waiters_tail = c;
+  while (c->slot_waiting && !c->dying)
+    cops_block();
+  if (c->slot_waiting)         // dying: leave the queue
+    slot_unwait(c);
+  return c->slot ? 0 : -1;
+}
+
+// Give c's slot back if it holds one and is done with it (or force: it ends);
+// the first waiter gets it.
+static void slot_give(struct uconn *c, int force) {
+  if (!c->slot || (!force && (!md_parse_idle(&c->ps) || c->outstanding)))
+    return;
+  c->slot = 0;
+  struct uconn *w = slot_waiters;
+  if (!w) {
+    slots_held--;
+    return;
+  }
+  slot_unwait(w);
+  w->slot = 1;                 // handed over: slots_held is unchanged
+  cops_wake(w->cid[0]);
+}
 
 // ---- queues ----
 
@@ -142,6 +213,9 @@ static void watch_set(struct uconn *c, int on) {
 static void watch(struct uconn *c) { watch_set(c, !c->dying && (mp_buffered(&c->ps.p) || c->in_send)); }
 
 static void conn_free(struct uconn *c) {
+  if (c->slot_waiting)
+    slot_unwait(c);
+  slot_give(c, 1);
   watch_set(c, 0);
   q_free(&c->rxq);
   q_free(&c->txq);
@@ -234,10 +308,13 @@ static void receiver(void *arg) {
         q_close(&c->rxq);
       break;
     }
+    if (idle && slot_take(c) < 0)   // a new message: its requests in flight
+      break;
     int prio = c->prio;
     int f = md_parse_feed(&c->ps, buf, (size_t)r, md_more_pending(want, r), emit_rx, c, &prio);
     if (!idle)
       rx_put(buf);
+    slot_give(c, 0);             // (nothing came of it, or all of it is answered)
     watch(c);
     if (prio != c->prio)
       set_prio(c, prio);
@@ -294,6 +371,7 @@ static void sender(void *arg) {
       break;
     if (--c->outstanding < MD_MAX_OUTSTANDING && c->rx_throttled)
       cops_wake(c->cid[0]);
+    slot_give(c, 0);
   }
   // Everything queued is sent (or the connection died): close it. Graceful
   // ends come here with the receiver and handler already gone.
