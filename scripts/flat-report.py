@@ -269,8 +269,7 @@ def main():
         write_doc(args, runs, sentence)
     if args.png:
         models = [(f"N={r.n}", r.requests, r.funcs, r.parts, None) for r in runs]
-        cost.plot(args, models, title="matrixd KCUC, 15x15, closed loop, beside N idle connections: "
-                  "guest instructions per request", xlabel="idle connections held open")
+        cost.plot(args, models, title="instructions per request beside N idle connections (KCUC, 15x15)", xlabel="idle connections held open")
 
 
 if __name__ == "__main__":
