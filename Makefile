@@ -8,6 +8,8 @@
 #                     -> docs/results/burst.md
 #                     (-icount, profiler plugin) -> docs/results/cost.md
 #   make bench-conn   10,000 idle KCUC connections beside 128 active ones in 512 MiB -> docs/results/conn.md
+#   make bench-flat   instructions per request beside 0 to 10,000 idle connections, and what
+#                     the idle ones cost alone (-icount, profiler plugin, tap: root) -> docs/results/flat.md
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
 #                     (about 15 minutes; QUICK=1: about 5, fewer points)
 #   make bench-smp    spinlock / FIFO hand-off / CES mutex at 1, 2, 4 harts (no
@@ -96,7 +98,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-burst bench-micro bench-smp eval trace soak clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-flat bench-burst bench-micro bench-smp eval trace soak clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -182,6 +184,11 @@ bench-cost: $(KERNEL) client qemu-n
 # through QEMU's user network takes minutes) -> docs/results/conn.md
 bench-conn: $(KERNEL) client
 	@bash scripts/bench-conn.sh
+# Is the cost of a request flat in the number of open connections? One boot per
+# N idle connections (0, 100, 1000, 10000) on a tap device in a network namespace
+# of its own (root), profiled like bench-cost -> docs/results/flat.md
+bench-flat: $(KERNEL) client qemu-n
+	@bash scripts/bench-flat.sh
 
 # N connections at once to matrixd over loopback, inside the guest -> docs/results/burst.md
 bench-burst: $(KERNEL)

@@ -13,7 +13,7 @@
 #   scripts/bench-cost.sh        (make bench-cost; env: BUILD, MODELS, K1, K2, OUT)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/qemu-lib.sh     # BUILD, QEMU, boot_matrixd, halt_qemu, build_insnprof
+source scripts/qemu-lib.sh     # BUILD, QEMU, boot_matrixd, halt_qemu, build_insnprof, hold_requests
 trap halt_qemu EXIT            # however this script ends, its QEMU ends with it
 QEMU_LIMIT=900
 OUT=${OUT:-docs/results/cost.md}
@@ -39,7 +39,6 @@ command -v gnuplot > /dev/null || bash scripts/deps.sh --eval > "$DIR/deps.log" 
   echo "bench-cost: gnuplot could not be installed (see $DIR/deps.log); no chart" >&2
 
 clean() { tr -d '\r' < "$1"; }
-field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
 
 # profile_run MODEL K: boot matrixd MODEL under the plugin, have each of the
 # CONNS connections send K requests back to back, close them, wait until
@@ -55,21 +54,8 @@ profile_run() {
   fi
   local idle_before
   idle_before=$(clean "$base.log" | grep -c "^matrixd: idle ")
-  # A long -d: the run ends when every connection has its K answers and
-  # mclient says it is holding them, not at a time (SIGINT ends the hold).
-  "$MCLIENT" -p "$PORT" -c $CONNS -i 0 -d 600 -n $SIZE --requests "$k" > "$base.out" 2> "$base.err" &
-  local mpid=$!
-  for _ in $(seq 1 6000); do
-    grep -q "^mclient: holding" "$base.err" && break
-    kill -0 $mpid 2> /dev/null || break
-    sleep 0.1
-  done
-  kill -INT $mpid 2> /dev/null
-  wait $mpid
-  local last
-  last=$(grep "^mclient: conns=" "$base.out" | tail -1)
-  if [ "$(field answered "$last")" != $((CONNS * k)) ] || [ "$(field wrong "$last")" != 0 ]; then
-    echo "bench-cost: $model x $k: not every request answered right: $last (see $base.out, $base.err)" >&2
+  if ! HOLD_K=$k hold_requests "$base" -p "$PORT"; then
+    echo "bench-cost: $model x $k: not every request answered right: $HOLD_LAST (see $base.out, $base.err)" >&2
     return 1
   fi
   for _ in $(seq 1 600); do

@@ -156,14 +156,21 @@ class Images:
 
 def per_request(images, prof1, prof2, requests):
     """{(image, function, file): instructions per request} from two profiles."""
-    p1, p2 = load(prof1), load(prof2)
+    return weighted(images, [(prof1, -1), (prof2, 1)], requests)
+
+
+def weighted(images, terms, divisor):
+    """{(image, function, file): sum of coefficient x count, / divisor} over
+    TERMS, (profile path, coefficient) pairs: a difference of profiles, or a
+    difference of differences (make bench-flat: several snapshots of one boot)."""
+    profs = [(load(p), c) for p, c in terms]
     funcs = {}
-    for addr in set(p1) | set(p2):
-        d = p2.get(addr, 0) - p1.get(addr, 0)
+    for addr in set().union(*(p for p, _ in profs)):
+        d = sum(c * p.get(addr, 0) for p, c in profs)
         if d:
             key = images.lookup(addr)
             funcs[key] = funcs.get(key, 0) + d
-    return {k: v / requests for k, v in funcs.items()}
+    return {k: v / divisor for k, v in funcs.items()}
 
 
 def patterns(pats):
@@ -276,7 +283,8 @@ def write_doc(args, models):
         f.write("\n".join(out))
 
 
-def plot(args, models):
+def plot(args, models, title="matrixd, 15x15, 128 connections, closed loop: guest instructions per request",
+         xlabel=""):
     # The chart's data: a scratch file, gone with the chart drawn.
     fd, data = tempfile.mkstemp(suffix=".dat")
     with os.fdopen(fd, "w") as f:
@@ -286,7 +294,8 @@ def plot(args, models):
     script = f"""set terminal pngcairo size 900,560 font ",11"
 set output "{args.png}"
 set termoption noenhanced
-set title "matrixd, 15x15, 128 connections, closed loop: guest instructions per request"
+set title "{title}"
+set xlabel "{xlabel}"
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1

@@ -150,3 +150,57 @@ build_insnprof() {
   fi
   echo "$plugin"
 }
+
+# raise_nofile NEED NAME: raise this shell's open-file limit (which QEMU and
+# mclient inherit: each holds a host descriptor per connection) to at least
+# NEED, the hard limit too if root; or say so as NAME and return 1.
+raise_nofile() {
+  local hard
+  hard=$(ulimit -Hn)
+  if [ "$hard" != unlimited ] && [ "$hard" -lt "$1" ]; then
+    ulimit -Hn "$1" 2> /dev/null && hard=$1
+  fi
+  if [ "$hard" != unlimited ] && [ "$hard" -lt "$1" ]; then
+    echo "$2: the hard open-file limit is $hard; $1 are needed: raise it" >&2
+    return 1
+  fi
+  ulimit -n "$hard"
+}
+
+# tap_up NAME: put the guest on tap device NAME instead of QEMU's user network
+# (slirp walks all its sockets on each turn of QEMU's loop and cannot carry
+# thousands of connections). The guest keeps its address, 10.0.2.15; the host
+# reaches it from 10.0.2.2 through a route to that one address. Needs root
+# (CAP_NET_ADMIN). Sets QEMU_NETDEV and GUEST_HOST (the client's -H).
+tap_up() {
+  ip tuntap add dev "$1" mode tap && ip link set "$1" up &&
+    ip addr add 10.0.2.2/32 dev "$1" && ip route add 10.0.2.15/32 dev "$1" src 10.0.2.2 || return 1
+  export QEMU_NETDEV="tap,id=net0,ifname=$1,script=no,downscript=no"
+  GUEST_HOST=10.0.2.15
+}
+
+# hold_requests ERRBASE CLIENT_ARGS...: run mclient (MCLIENT) in a closed loop
+# (-i 0) on CONNS connections, each sending K requests (--requests K, K given
+# in HOLD_K) of SIZE x SIZE; once all have their answers ("mclient: holding"),
+# end it with SIGINT, which closes the connections. Output in ERRBASE.out and
+# .err. Status 0 only if every request got its correct answer; the client's
+# summary line is in HOLD_LAST. A long -d: the run ends on the event, not at a
+# time.
+hold_requests() {
+  local base=$1
+  shift
+  : > "$base.err"
+  timeout 3600 "$MCLIENT" "$@" -c "$CONNS" -i 0 -d 600 -n "$SIZE" --requests "$HOLD_K" \
+    > "$base.out" 2> "$base.err" &
+  local mpid=$! _
+  for _ in $(seq 1 6000); do
+    grep -q "^mclient: holding" "$base.err" && break
+    kill -0 $mpid 2> /dev/null || break
+    sleep 0.1
+  done
+  kill -INT $mpid 2> /dev/null
+  wait $mpid
+  HOLD_LAST=$(grep "^mclient: conns=" "$base.out" | tail -1)
+  [ "$(sed -n 's/.* answered=\([0-9]*\).*/\1/p' <<< "$HOLD_LAST")" = $((CONNS * HOLD_K)) ] &&
+    [ "$(sed -n 's/.* wrong=\([0-9]*\).*/\1/p' <<< "$HOLD_LAST")" = 0 ]
+}

@@ -3,7 +3,7 @@
 #   1. host unit tests (native gcc, ASan + UBSan): executor, CES mutex, allocators, DTB parser,
 #      ELF and initrd readers, matrix protocol, the N-extension model; the host
 #      client against a host server; make eval's report generator, make
-#      bench-cost's report and the trace converter on fixtures;
+#      bench-cost's and bench-flat's reports and the trace converter on fixtures;
 #      hw/ (RTL lint, differential test against
 #      kernel/nmodel.c, planted bugs: scripts/hw-test.sh)
 #   2. kernel tests inside QEMU on 1, 2, 4 and 8 harts (tests/kernel/, bootargs test=all)
@@ -90,6 +90,10 @@ grep -q "^PASS eval/report" "$LOGS/eval-report.log" || fail "eval/run" "no resul
 BUILD=$BUILD bash tests/cost/test-cost-report.sh > "$LOGS/cost-report.log" 2>&1
 tally "" "$LOGS/cost-report.log" "PASS " "FAIL "
 grep -q "^PASS cost/report" "$LOGS/cost-report.log" || fail "cost/run" "no result (see $LOGS/cost-report.log)"
+# make bench-flat's report (double differences of snapshots, the verdict) on a fixture (no QEMU)
+BUILD=$BUILD bash tests/flat/test-flat-report.sh > "$LOGS/flat-report.log" 2>&1
+tally "" "$LOGS/flat-report.log" "PASS " "FAIL "
+grep -q "^PASS flat/report" "$LOGS/flat-report.log" || fail "flat/run" "no result (see $LOGS/flat-report.log)"
 # the scheduler timeline's host converter on fixed traces (no QEMU)
 BUILD=$BUILD bash tests/trace/test-trace.sh > "$LOGS/trace.log" 2>&1
 tally "" "$LOGS/trace.log" "PASS " "FAIL "
