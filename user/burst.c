@@ -1,6 +1,6 @@
 // burst: N connections to a matrix-echo server over loopback, all at once.
 //
-//   burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT
+//   burst [-s] [-m model] [-c max_conns] [-t timeout_ms] [-k hold_ms] [-r ramp] N PORT
 //
 // N stackful coroutines each open a socket, connect to 127.0.0.1:PORT (async),
 // send one 15x15 request (framed, docs/PROTOCOL.md), read the answer and check
@@ -18,6 +18,14 @@
 // until it accepts connections) and kills it at the end, so that one boot
 // runs both: `user=burst,-s,200,8080`; -m and -c pass matrixd its model and
 // its -c (connections served at once; more are refused).
+// -k hold_ms keeps every served connection open, idle, until all N have
+// ended one way or the other, then for hold_ms more (guest time), and only
+// then closes them: N idle connections for a measured while (what lwIP's
+// timers cost per connection, scripts/profile-idle.sh). The watchdog is
+// parked while they are held: a held connection cannot time out.
+// -r ramp lets at most that many connections be between their socket() and
+// their answer at once (the others queue in order): thousands at once would
+// overflow the server's accept queue, which refuses them with resets.
 //
 // Output (scripts/test.sh and scripts/bench-burst.sh parse it):
 //   burst: N=200 served 200 refused 0 failed 0; 181 ms, slowest 119 ms; peak sockets 401
@@ -31,7 +39,9 @@
 
 #define N_MAT 15
 #define AFTER 10                     // connections tried one by one after the burst
-#define MAX_CONNS (NOFILE - 8)       // descriptors this process can hold at once
+// Descriptors this process can hold at once, less a few for the server's
+// probe and stdio (bootargs nofile=N raises it).
+#define MAX_CONNS (kstat(KSTAT_NOFILE) - 8)
 
 enum end { E_NONE, E_SERVED, E_REFUSED, E_CLOSED, E_RESET, E_NOSOCK, E_TIMEOUT, E_WRONG, E_ERROR };
 
@@ -42,11 +52,20 @@ struct conn {
   enum end end;
   long err;                          // E_ERROR: the errno
   int timed_out;                     // the watchdog closed fd
+  cid_t cid;                         // -k: the coroutine holding it open
+  int admitted;                      // -r: its turn to set up has come
 };
 
 static struct conn *conns;
 static int nconns, ndone, port;
 static long timeout_ms = 60000;
+static long hold_ms;                 // -k: keep the burst's served connections open this long
+static long holding;                 // hold_ms during the burst, 0 after it
+static long held_for;                // how long the hold took (not counted in the burst's time)
+static int nheld, released;          // -k: connections held open; main let them go
+static int ramp, in_setup;           // -r: set-ups allowed at once, and under way
+static struct conn **ramp_q;         // -r: connections waiting for their turn, in order
+static int ramp_head, ramp_tail;
 static const char *server_max = "1024";   // matrixd -c
 static const char *server_model = "kcuc"; // matrixd -m
 static cid_t main_cid;
@@ -116,19 +135,52 @@ static enum end talk(struct conn *c, struct bufs *b) {
   return E_SERVED;
 }
 
+// -r: wait for a set-up slot; ramp_leave hands a freed one to the next in line.
+static void ramp_enter(struct conn *c) {
+  if (!ramp || in_setup < ramp) {
+    in_setup++;
+    return;
+  }
+  ramp_q[ramp_tail++] = c;
+  c->cid = cops_current();
+  while (!c->admitted)
+    cops_block();
+}
+
+static void ramp_leave(void) {
+  if (ramp_head < ramp_tail) {
+    struct conn *next = ramp_q[ramp_head++];
+    next->admitted = 1;                // the slot passes on: in_setup stays
+    cops_wake(next->cid);
+  } else {
+    in_setup--;
+  }
+}
+
 static void conn_main(void *arg) {
   struct conn *c = arg;
   struct bufs *b = malloc(sizeof *b);
+  ramp_enter(c);
   c->started = uptime();
   c->end = b ? talk(c, b) : E_NOSOCK;
   free(b);
-  if (c->fd >= 0 && !c->timed_out)
-    close(c->fd);
-  c->fd = -1;
+  ramp_leave();
   long took = uptime() - c->started;
   if (took > slowest)
     slowest = took;
-  if (++ndone == nconns)
+  if (holding && c->end == E_SERVED && !c->timed_out) {
+    // Idle from here: no call in flight, nothing for the stack to do but its timers.
+    c->cid = cops_current();
+    if (ndone + ++nheld == nconns)
+      cops_wake(main_cid);
+    while (!released)
+      cops_block();
+    nheld--;
+  }
+  if (c->fd >= 0 && !c->timed_out)
+    close(c->fd);
+  c->fd = -1;
+  if (++ndone + nheld == nconns)
     cops_wake(main_cid);
 }
 
@@ -136,7 +188,7 @@ static void conn_main(void *arg) {
 // in ends with -EBADF, and the connection counts as timed out.
 static void watchdog(void *arg) {
   (void)arg;
-  while (ndone < nconns) {
+  while (ndone + nheld < nconns) {
     cops_async(SYS_sleep, 100, 0, 0);
     long now = uptime();
     for (int i = 0; i < nconns; i++) {
@@ -153,6 +205,7 @@ static void watchdog(void *arg) {
 static void run(int n, int *count) {
   nconns = n;
   ndone = 0;
+  ramp_head = ramp_tail = in_setup = 0;
   for (int i = 0; i < n; i++) {
     conns[i] = (struct conn){ .fd = -1, .index = i, .started = uptime() };
     if (cops_spawn_stackful(conn_main, &conns[i], COPS_MAIN_PRIO) < 0) {
@@ -161,8 +214,22 @@ static void run(int n, int *count) {
     }
   }
   cops_spawn_stackful(watchdog, 0, COPS_MAIN_PRIO);
-  while (ndone < nconns)
+  released = 0;
+  while (ndone + nheld < nconns)
     cops_block();
+  if (nheld) {
+    printf("burst: holding %d idle connections for %ld ms\n", nheld, holding);
+    long t = uptime();
+    cops_async(SYS_sleep, holding, 0, 0);
+    released = 1;
+    for (int i = 0; i < n; i++)
+      if (conns[i].cid && conns[i].fd >= 0)
+        cops_wake(conns[i].cid);
+    while (ndone < nconns)
+      cops_block();
+    held_for = uptime() - t;
+    printf("burst: released them\n");
+  }
   for (int i = 0; i < n; i++)
     count[conns[i].end]++;
 }
@@ -192,7 +259,7 @@ static int start_server(void) {
 }
 
 static void usage(void) {
-  fprintf(STDERR, "usage: burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT  (N at most %d)\n", MAX_CONNS);
+  fprintf(STDERR, "usage: burst [-s] [-m model] [-c max_conns] [-t timeout_ms] [-k hold_ms] [-r ramp] N PORT  (N at most %ld)\n", MAX_CONNS);
   exit(2);
 }
 
@@ -209,6 +276,10 @@ int main(int argc, char **argv) {
       server_max = argv[++i];
     else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
       timeout_ms = atoi(argv[++i]);
+    else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      hold_ms = atoi(argv[++i]);
+    else if (strcmp(argv[i], "-r") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      ramp = atoi(argv[++i]);
     else
       usage();
   if (argc - i != 2)
@@ -223,12 +294,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   conns = malloc((size_t)n * sizeof *conns);
-  if (!conns)
+  ramp_q = malloc((size_t)n * sizeof *ramp_q);
+  if (!conns || !ramp_q)
     return 1;
   int count[E_ERROR + 1] = { 0 }, after[E_ERROR + 1] = { 0 };
   long t0 = uptime();
+  holding = hold_ms;
   run(n, count);
-  long took = uptime() - t0;
+  holding = 0;
+  long took = uptime() - t0 - held_for;
   int refused = count[E_REFUSED] + count[E_CLOSED] + count[E_RESET] + count[E_NOSOCK];
   int failed = n - count[E_SERVED] - refused;
   printf("burst: N=%d served %d refused %d failed %d; %ld ms, slowest %ld ms; peak sockets %ld\n",
