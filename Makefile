@@ -71,9 +71,11 @@ NETCFLAGS := -Inet/compat -I$(LWIP_DIR)/src/include
 KOBJ += $(NET_OBJ) $(LWIP_OBJ)
 LWIP_STAMP := $(LWIP_DIR)/.fetched
 # Our patches to lwIP (net/patches/, applied by deps.sh): a changed one
-# unpacks lwIP again and rebuilds what includes it.
-$(LWIP_STAMP): $(wildcard net/patches/*.patch) | deps
-	@bash scripts/deps.sh --lwip $(BUILD)
+# unpacks lwIP again and rebuilds what includes it. LWIP_PATCHES= (empty, in
+# another BUILD) builds lwIP without them, for comparisons.
+LWIP_PATCHES ?= $(sort $(wildcard net/patches/*.patch))
+$(LWIP_STAMP): $(LWIP_PATCHES) | deps
+	@LWIP_PATCHES="$(LWIP_PATCHES)" bash scripts/deps.sh --lwip $(BUILD)
 	@touch $@
 $(NET_OBJ): KCFLAGS += $(NETCFLAGS)
 $(NET_OBJ): $(LWIP_STAMP)

@@ -58,9 +58,15 @@ fetch_lwip() {
   local dir=$1 ver=2.1.3
   local tree=$dir/lwip-$ver dl=$dir/lwip-dl
   local patches=() want
-  shopt -s nullglob
-  patches=("$(dirname "$0")"/../net/patches/[0-9]*.patch)
-  shopt -u nullglob
+  if [ -n "${LWIP_PATCHES+set}" ]; then
+    # The Makefile names them (LWIP_PATCHES= builds lwIP as Debian ships
+    # it, to measure what a patch changes: scripts/profile-idle.sh --compare).
+    read -r -a patches <<< "$LWIP_PATCHES"
+  else
+    shopt -s nullglob
+    patches=("$(dirname "$0")"/../net/patches/[0-9]*.patch)
+    shopt -u nullglob
+  fi
   want=$( { echo "$ver"; for p in "${patches[@]}"; do basename "$p"; cat "$p"; done; } | sha256sum | cut -d' ' -f1)
   [ -f "$tree/src/core/tcp.c" ] && [ "$(cat "$tree/.coral-patches" 2>/dev/null)" = "$want" ] && return 0
   local orig
