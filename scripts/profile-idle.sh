@@ -20,7 +20,7 @@
 # Over loopback both ends are in the guest: N connections are 2N TCP control
 # blocks (pcbs), and the active clients run on the same hart as the server.
 #
-#   scripts/profile-idle.sh [N ...]   (default 1 500 5000; env HOLD=2000, ACTIVE_MS=10000, MEM=1G)
+#   scripts/profile-idle.sh [N ...]   (default 1 500 5000 10000; env HOLD=2000, ACTIVE_MS=10000, MEM=1G)
 #   scripts/profile-idle.sh --compare [N ...]
 #       also builds lwIP without net/patches/ (make BUILD=$BUILD/nopatch
 #       LWIP_PATCHES=) and runs both; writes docs/results/conn-idle.md
@@ -35,7 +35,7 @@ if [ "${1:-}" = --compare ]; then
   compare=1
   shift
 fi
-[ $# -gt 0 ] || set -- 1 500 5000
+[ $# -gt 0 ] || set -- 1 500 5000 10000
 plugin=$(build_insnprof)
 out=$BUILD/profile-idle
 mkdir -p "$out"
