@@ -60,7 +60,8 @@ KOBJ := $(patsubst %,$(BUILD)/%.o,$(KSRC))
 
 # The network stack: our lwIP port and socket layer (net/), and lwIP 2.1.3
 # itself, fetched from Debian's source package into the build folder by
-# scripts/deps.sh (third-party source is never committed).
+# scripts/deps.sh (third-party source is never committed), with our own
+# patches from net/patches/.
 LWIP_DIR := $(BUILD)/lwip-2.1.3
 LWIP_FILES := core/init.c core/def.c core/inet_chksum.c core/ip.c core/mem.c core/memp.c \
               core/netif.c core/pbuf.c core/tcp.c core/tcp_in.c core/tcp_out.c core/timeouts.c \
@@ -71,8 +72,12 @@ NET_OBJ := $(patsubst %,$(BUILD)/%.o,$(wildcard net/*.c))
 NETCFLAGS := -Inet/compat -I$(LWIP_DIR)/src/include
 KOBJ += $(NET_OBJ) $(LWIP_OBJ)
 LWIP_STAMP := $(LWIP_DIR)/.fetched
-$(LWIP_STAMP): | deps
-	@bash scripts/deps.sh --lwip $(BUILD)
+# Our patches to lwIP (net/patches/, applied by deps.sh): a changed one
+# unpacks lwIP again and rebuilds what includes it. LWIP_PATCHES= (empty, in
+# another BUILD) builds lwIP without them, for comparisons.
+LWIP_PATCHES ?= $(sort $(wildcard net/patches/*.patch))
+$(LWIP_STAMP): $(LWIP_PATCHES) | deps
+	@LWIP_PATCHES="$(LWIP_PATCHES)" bash scripts/deps.sh --lwip $(BUILD)
 	@touch $@
 $(NET_OBJ): KCFLAGS += $(NETCFLAGS)
 $(NET_OBJ): $(LWIP_STAMP)

@@ -18,7 +18,7 @@
 #include "uvm.h"
 #include "waitq.h"
 
-#define SOCK_MAX (NOFILE_MAX + 1024)  // sockets in the whole kernel (listening + connections): one full process and more
+#define SOCK_MAX (2 * NOFILE_MAX + 1024)  // sockets in the whole kernel (listening + connections): two full processes (a server and its client over loopback) and more
 #define SOCK_BACKLOG_MAX 1024        // connections a listener keeps waiting for accept
 
 struct socket;

@@ -7,7 +7,8 @@
 #   scripts/deps.sh --hw       only the RTL tools of hw/ (verilator, yosys)
 #   scripts/deps.sh --eval     only what `make eval` adds: gnuplot for its plots
 #   scripts/deps.sh --lwip DIR lwIP 2.1.3 from Debian's source package, unpacked
-#                              into DIR/lwip-2.1.3 (an ignored build folder)
+#                              into DIR/lwip-2.1.3 (an ignored build folder), with
+#                              our patches (net/patches/) applied
 #   scripts/deps.sh --deb-src PKG VER  make sure apt can fetch source package
 #                              PKG at version VER (adds a deb-src entry if not;
 #                              hw/qemu/build.sh uses it for QEMU)
@@ -44,22 +45,57 @@ ensure_deb_src() {
 # source package is the upstream release (the orig tarball, with a few files
 # Debian cannot ship removed: "+dfsg1") plus Debian's packaging, which Coral
 # does not need. dpkg-source may be absent, so the tarball is unpacked by hand.
+# The tarball is kept in DIR/lwip-dl, so that a change to our patches only
+# unpacks it again.
+#
+# Our own changes to lwIP are patch files in net/patches/ (net/patches/README.md
+# says what each does), applied in name order with `patch --fuzz=0`: a
+# different lwIP (a new Debian revision) that moved the lines they touch
+# fails here, loudly, instead of being patched somewhere else. The unpacked
+# tree records which patches it has (.coral-patches, a hash of their names
+# and contents) and is unpacked afresh when they change.
 fetch_lwip() {
   local dir=$1 ver=2.1.3
-  [ -f "$dir/lwip-$ver/src/core/tcp.c" ] && return 0
-  ensure_deb_src lwip "$ver"
-  local tmp
-  tmp=$(mktemp -d)
-  echo "deps.sh: fetching lwIP $ver (Debian source package) into $dir"
-  (cd "$tmp" && chmod 777 . && apt-get source --download-only -qq lwip > /dev/null 2>&1) ||
-    { echo "deps.sh: apt-get source lwip failed" >&2; rm -rf "$tmp"; exit 1; }
+  local tree=$dir/lwip-$ver dl=$dir/lwip-dl
+  local patches=() want
+  if [ -n "${LWIP_PATCHES+set}" ]; then
+    # The Makefile names them (LWIP_PATCHES= builds lwIP as Debian ships
+    # it, to measure what a patch changes: scripts/profile-idle.sh --compare).
+    read -r -a patches <<< "$LWIP_PATCHES"
+  else
+    shopt -s nullglob
+    patches=("$(dirname "$0")"/../net/patches/[0-9]*.patch)
+    shopt -u nullglob
+  fi
+  want=$( { echo "$ver"; for p in "${patches[@]}"; do basename "$p"; cat "$p"; done; } | sha256sum | cut -d' ' -f1)
+  [ -f "$tree/src/core/tcp.c" ] && [ "$(cat "$tree/.coral-patches" 2>/dev/null)" = "$want" ] && return 0
   local orig
-  orig=$(ls "$tmp"/lwip_"$ver"*.orig.tar.* 2>/dev/null | head -1)
-  [ -n "$orig" ] || { echo "deps.sh: no lwIP $ver orig tarball in the source package" >&2; rm -rf "$tmp"; exit 1; }
+  orig=$(ls "$dl"/lwip_"$ver"*.orig.tar.* 2>/dev/null | head -1 || true)
+  if [ -z "$orig" ]; then
+    ensure_deb_src lwip "$ver"
+    local tmp
+    tmp=$(mktemp -d)
+    echo "deps.sh: fetching lwIP $ver (Debian source package) into $dir"
+    (cd "$tmp" && chmod 777 . && apt-get source --download-only -qq lwip > /dev/null 2>&1) ||
+      { echo "deps.sh: apt-get source lwip failed" >&2; rm -rf "$tmp"; exit 1; }
+    orig=$(ls "$tmp"/lwip_"$ver"*.orig.tar.* 2>/dev/null | head -1)
+    [ -n "$orig" ] || { echo "deps.sh: no lwIP $ver orig tarball in the source package" >&2; rm -rf "$tmp"; exit 1; }
+    mkdir -p "$dl"
+    cp "$orig" "$dl/"
+    rm -rf "$tmp"
+    orig=$dl/$(basename "$orig")
+  fi
+  rm -rf "$tree"
   mkdir -p "$dir"
   tar -xf "$orig" -C "$dir"
-  rm -rf "$tmp"
-  [ -f "$dir/lwip-$ver/src/core/tcp.c" ] || { echo "deps.sh: unexpected lwIP tarball layout" >&2; exit 1; }
+  [ -f "$tree/src/core/tcp.c" ] || { echo "deps.sh: unexpected lwIP tarball layout" >&2; exit 1; }
+  local p
+  for p in "${patches[@]}"; do
+    echo "deps.sh: lwIP: applying $(basename "$p")"
+    patch -d "$tree" -p1 --fuzz=0 --no-backup-if-mismatch -s < "$p" ||
+      { echo "deps.sh: $(basename "$p") does not apply to this lwIP $ver: update it (net/patches/)" >&2; rm -rf "$tree"; exit 1; }
+  done
+  echo "$want" > "$tree/.coral-patches"
 }
 
 # LiteX 2022.12 is the newest LiteX whose Rocket wrapper asks for the file

@@ -203,6 +203,10 @@ user_suite() {   # user_suite PREFIX
   # connect gives up on a SYN nobody answers after lwIP's retransmissions
   # (about 20 s of guest time, which -icount sleep=off skips): -ETIMEDOUT
   QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" conntest-timeout 1 conntest,timeout
+  # connections idle long enough that lwIP's timers stop visiting them
+  # (net/patches/) still answer data, see FINs, and still reach TIME_WAIT's
+  # end and the FIN-WAIT-2 timeout (20 s of guest time, under -icount too)
+  QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" conntest-idle 1 conntest,idle
   # alloc_cpu: one process's executor on two threads (needs 2 harts or more)
   for smp in 2 4; do
     user_prog "$prefix" "cputest-smp$smp" $smp cputest

@@ -1,6 +1,7 @@
 // burst: N connections to a matrix-echo server over loopback, all at once.
 //
-//   burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT
+//   burst [-s] [-m model] [-c max_conns] [-t timeout_ms] [-k hold_ms] [-r ramp]
+//         [-a active] N PORT
 //
 // N stackful coroutines each open a socket, connect to 127.0.0.1:PORT (async),
 // send one 15x15 request (framed, docs/PROTOCOL.md), read the answer and check
@@ -18,6 +19,19 @@
 // until it accepts connections) and kills it at the end, so that one boot
 // runs both: `user=burst,-s,200,8080`; -m and -c pass matrixd its model and
 // its -c (connections served at once; more are refused).
+// -k hold_ms keeps every served connection open, idle, until all N have
+// ended one way or the other, then for hold_ms more (guest time), and only
+// then closes them: N idle connections for a measured while (what lwIP's
+// timers cost per connection, scripts/profile-idle.sh). The watchdog is
+// parked while they are held: a held connection cannot time out.
+// -a active (with -k): while the connections are held, that many more
+// connections each send a request every 100 ms for hold_ms, and the time
+// from each send to the end of its answer is measured in guest time (rdtime):
+// p50/p90/p99/max beside N idle connections. Under QEMU -icount the figures
+// depend on the guest alone, not on the host.
+// -r ramp lets at most that many connections be between their socket() and
+// their answer at once (the others queue in order): thousands at once would
+// overflow the server's accept queue, which refuses them with resets.
 //
 // Output (scripts/test.sh and scripts/bench-burst.sh parse it):
 //   burst: N=200 served 200 refused 0 failed 0; 181 ms, slowest 119 ms; peak sockets 401
@@ -31,7 +45,9 @@
 
 #define N_MAT 15
 #define AFTER 10                     // connections tried one by one after the burst
-#define MAX_CONNS (NOFILE - 8)       // descriptors this process can hold at once
+// Descriptors this process can hold at once, less a few for the server's
+// probe and stdio (bootargs nofile=N raises it).
+#define MAX_CONNS (kstat(KSTAT_NOFILE) - 8)
 
 enum end { E_NONE, E_SERVED, E_REFUSED, E_CLOSED, E_RESET, E_NOSOCK, E_TIMEOUT, E_WRONG, E_ERROR };
 
@@ -42,11 +58,21 @@ struct conn {
   enum end end;
   long err;                          // E_ERROR: the errno
   int timed_out;                     // the watchdog closed fd
+  cid_t cid;                         // -k: the coroutine holding it open
+  int admitted;                      // -r: its turn to set up has come
 };
 
 static struct conn *conns;
 static int nconns, ndone, port;
 static long timeout_ms = 60000;
+static long hold_ms;                 // -k: keep the burst's served connections open this long
+static long holding;                 // hold_ms during the burst, 0 after it
+static long held_for;                // how long the hold took (not counted in the burst's time)
+static int nheld, released;          // -k: connections held open; main let them go
+static int ramp, in_setup;           // -r: set-ups allowed at once, and under way
+static struct conn **ramp_q;         // -r: connections waiting for their turn, in order
+static int ramp_head, ramp_tail;
+static int nactive;                  // -a: active connections beside the held ones
 static const char *server_max = "1024";   // matrixd -c
 static const char *server_model = "kcuc"; // matrixd -m
 static cid_t main_cid;
@@ -116,19 +142,52 @@ static enum end talk(struct conn *c, struct bufs *b) {
   return E_SERVED;
 }
 
+// -r: wait for a set-up slot; ramp_leave hands a freed one to the next in line.
+static void ramp_enter(struct conn *c) {
+  if (!ramp || in_setup < ramp) {
+    in_setup++;
+    return;
+  }
+  ramp_q[ramp_tail++] = c;
+  c->cid = cops_current();
+  while (!c->admitted)
+    cops_block();
+}
+
+static void ramp_leave(void) {
+  if (ramp_head < ramp_tail) {
+    struct conn *next = ramp_q[ramp_head++];
+    next->admitted = 1;                // the slot passes on: in_setup stays
+    cops_wake(next->cid);
+  } else {
+    in_setup--;
+  }
+}
+
 static void conn_main(void *arg) {
   struct conn *c = arg;
   struct bufs *b = malloc(sizeof *b);
+  ramp_enter(c);
   c->started = uptime();
   c->end = b ? talk(c, b) : E_NOSOCK;
   free(b);
-  if (c->fd >= 0 && !c->timed_out)
-    close(c->fd);
-  c->fd = -1;
+  ramp_leave();
   long took = uptime() - c->started;
   if (took > slowest)
     slowest = took;
-  if (++ndone == nconns)
+  if (holding && c->end == E_SERVED && !c->timed_out) {
+    // Idle from here: no call in flight, nothing for the stack to do but its timers.
+    c->cid = cops_current();
+    if (ndone + ++nheld == nconns)
+      cops_wake(main_cid);
+    while (!released)
+      cops_block();
+    nheld--;
+  }
+  if (c->fd >= 0 && !c->timed_out)
+    close(c->fd);
+  c->fd = -1;
+  if (++ndone + nheld == nconns)
     cops_wake(main_cid);
 }
 
@@ -136,7 +195,7 @@ static void conn_main(void *arg) {
 // in ends with -EBADF, and the connection counts as timed out.
 static void watchdog(void *arg) {
   (void)arg;
-  while (ndone < nconns) {
+  while (ndone + nheld < nconns) {
     cops_async(SYS_sleep, 100, 0, 0);
     long now = uptime();
     for (int i = 0; i < nconns; i++) {
@@ -149,10 +208,134 @@ static void watchdog(void *arg) {
   }
 }
 
+// ---- -a: active connections beside the held ones ----
+#define ACTIVE_MS 100                // a request every 100 ms, as mclient's -i 100
+#define TICKS_PER_US 10              // rdtime on QEMU's virt board: 10 MHz
+
+static uint64_t rdtime(void) {
+  uint64_t t;
+  __asm__ volatile("rdtime %0" : "=r"(t));
+  return t;
+}
+
+static uint64_t *lat;                // -a: every request's latency, in rdtime ticks
+static int nlat, active_wrong, active_errors, active_done;
+static uint64_t active_t0, worst, worst_at;   // -a: start; the slowest request and when it was sent
+static int active_up, active_go;     // -a: connected (or failed) so far; all of them are
+static cid_t *active_cid;
+
+// Every active connection is set up before any request goes out: a new
+// connection costs the stack more than a request (lwIP looks a SYN up among
+// all connections), and the figures are about requests.
+static void active_barrier(long index) {
+  active_cid[index] = cops_current();
+  if (++active_up == nactive) {
+    active_go = 1;
+    active_t0 = rdtime();
+    for (int i = 0; i < nactive; i++)
+      if (i != index)
+        cops_wake(active_cid[i]);
+  }
+  while (!active_go)
+    cops_block();
+}
+
+// One active connection: a request every ACTIVE_MS from start + its offset
+// (the connections are spread over the period) until the hold ends.
+static void active_main(void *arg) {
+  long index = (long)arg;
+  struct bufs *b = malloc(sizeof *b);
+  long fd = socket();
+  int up = b && fd >= 0 && cops_async(SYS_connect, fd, IP4(127, 0, 0, 1), port) == 0;
+  active_barrier(index);
+  if (!up) {
+    active_errors++;
+  } else {
+    fill(b->a, (int)(index + 7));
+    mp_square(b->a, N_MAT, b->want);
+    size_t len = mp_format_matrix(b->a, N_MAT, 1, b->req, sizeof b->req);
+    uint64_t period = (uint64_t)ACTIVE_MS * 1000 * TICKS_PER_US;
+    uint64_t end = rdtime() + (uint64_t)holding * 1000 * TICKS_PER_US;
+    uint64_t next = rdtime() + period * (uint64_t)index / (uint64_t)nactive;
+    for (; next < end; next += period) {
+      uint64_t now = rdtime();
+      if (next > now)
+        cops_async(SYS_sleep, (long)((next - now + 1000 * TICKS_PER_US - 1) / (1000 * TICKS_PER_US)), 0, 0);
+      uint64_t t0 = rdtime();
+      long r = 0;
+      for (size_t off = 0; off < len; off += (size_t)r)
+        if ((r = cops_async(SYS_send, fd, (long)(b->req + off), (long)(len - off))) <= 0)
+          break;
+      size_t got = 0;
+      while (r > 0 && (got == 0 || b->ans[got - 1] != '\n') && got < sizeof b->ans)
+        if ((r = cops_async(SYS_recv, fd, (long)(b->ans + got), (long)(sizeof b->ans - got))) > 0)
+          got += (size_t)r;
+      if (r <= 0) {
+        active_errors++;
+        break;
+      }
+      lat[nlat++] = rdtime() - t0;
+      if (lat[nlat - 1] > worst) {
+        worst = lat[nlat - 1];
+        worst_at = t0 - active_t0;
+      }
+      if (mp_parse_answer(b->ans, got, b->got, N_MAT * N_MAT) != N_MAT * N_MAT ||
+          memcmp(b->got, b->want, sizeof b->want) != 0)
+        active_wrong++;
+    }
+  }
+  if (fd >= 0)
+    close((int)fd);
+  free(b);
+  if (++active_done == nactive)
+    cops_wake(main_cid);
+}
+
+static void sort(uint64_t *v, int n) {   // Shell sort: a few thousand values, once
+  for (int gap = n / 2; gap > 0; gap /= 2)
+    for (int i = gap; i < n; i++)
+      for (int j = i; j >= gap && v[j - gap] > v[j]; j -= gap) {
+        uint64_t t = v[j];
+        v[j] = v[j - gap];
+        v[j - gap] = t;
+      }
+}
+
+// The active connections for the length of the hold; prints their latencies.
+static void active_phase(void) {
+  int per = (int)(holding / ACTIVE_MS) + 1;
+  lat = malloc((size_t)nactive * (size_t)per * sizeof *lat);
+  active_cid = calloc((size_t)nactive, sizeof *active_cid);
+  if (!lat || !active_cid) {
+    active_errors = nactive;
+    return;
+  }
+  nlat = active_wrong = active_errors = active_done = 0;
+  worst = 0;
+  active_up = active_go = 0;
+  for (long i = 0; i < nactive; i++)
+    if (cops_spawn_stackful(active_main, (void *)i, COPS_MAIN_PRIO) < 0) {
+      active_errors = active_done = nactive;    // (the barrier would wait for it)
+      return;
+    }
+  while (active_done < nactive)
+    cops_block();
+  sort(lat, nlat);
+#define PCT(p) (nlat ? (long)(lat[(nlat - 1) * (p) / 100] / TICKS_PER_US) : -1L)
+  printf("burst: active conns=%d beside=%d answered=%d wrong=%d errors=%d p50_us=%ld p90_us=%ld "
+         "p99_us=%ld max_us=%ld max_sent_at_ms=%ld\n", nactive, nheld, nlat, active_wrong,
+         active_errors, PCT(50), PCT(90), PCT(99), nlat ? (long)(lat[nlat - 1] / TICKS_PER_US) : -1L,
+         (long)(worst_at / TICKS_PER_US / 1000));
+#undef PCT
+  free(lat);
+  free(active_cid);
+}
+
 // Runs n connections at once (n = 1: one at a time); returns how many ended each way.
 static void run(int n, int *count) {
   nconns = n;
   ndone = 0;
+  ramp_head = ramp_tail = in_setup = 0;
   for (int i = 0; i < n; i++) {
     conns[i] = (struct conn){ .fd = -1, .index = i, .started = uptime() };
     if (cops_spawn_stackful(conn_main, &conns[i], COPS_MAIN_PRIO) < 0) {
@@ -161,8 +344,25 @@ static void run(int n, int *count) {
     }
   }
   cops_spawn_stackful(watchdog, 0, COPS_MAIN_PRIO);
-  while (ndone < nconns)
+  released = 0;
+  while (ndone + nheld < nconns)
     cops_block();
+  if (nheld) {
+    printf("burst: holding %d idle connections for %ld ms\n", nheld, holding);
+    long t = uptime();
+    if (nactive)
+      active_phase();
+    else
+      cops_async(SYS_sleep, holding, 0, 0);
+    released = 1;
+    for (int i = 0; i < n; i++)
+      if (conns[i].cid && conns[i].fd >= 0)
+        cops_wake(conns[i].cid);
+    while (ndone < nconns)
+      cops_block();
+    held_for = uptime() - t;
+    printf("burst: released them\n");
+  }
   for (int i = 0; i < n; i++)
     count[conns[i].end]++;
 }
@@ -192,7 +392,7 @@ static int start_server(void) {
 }
 
 static void usage(void) {
-  fprintf(STDERR, "usage: burst [-s] [-m model] [-c max_conns] [-t timeout_ms] N PORT  (N at most %d)\n", MAX_CONNS);
+  fprintf(STDERR, "usage: burst [-s] [-m model] [-c max_conns] [-t timeout_ms] [-k hold_ms] [-r ramp] [-a active] N PORT  (N at most %ld)\n", MAX_CONNS);
   exit(2);
 }
 
@@ -209,6 +409,12 @@ int main(int argc, char **argv) {
       server_max = argv[++i];
     else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
       timeout_ms = atoi(argv[++i]);
+    else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      hold_ms = atoi(argv[++i]);
+    else if (strcmp(argv[i], "-r") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      ramp = atoi(argv[++i]);
+    else if (strcmp(argv[i], "-a") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      nactive = atoi(argv[++i]);
     else
       usage();
   if (argc - i != 2)
@@ -223,12 +429,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   conns = malloc((size_t)n * sizeof *conns);
-  if (!conns)
+  ramp_q = malloc((size_t)n * sizeof *ramp_q);
+  if (!conns || !ramp_q)
     return 1;
   int count[E_ERROR + 1] = { 0 }, after[E_ERROR + 1] = { 0 };
   long t0 = uptime();
+  holding = hold_ms;
   run(n, count);
-  long took = uptime() - t0;
+  holding = 0;
+  long took = uptime() - t0 - held_for;
   int refused = count[E_REFUSED] + count[E_CLOSED] + count[E_RESET] + count[E_NOSOCK];
   int failed = n - count[E_SERVED] - refused;
   printf("burst: N=%d served %d refused %d failed %d; %ld ms, slowest %ld ms; peak sockets %ld\n",
@@ -268,6 +477,8 @@ int main(int argc, char **argv) {
   check("every-connection-served-or-refused", failed, 0);
   check("none-timed-out", count[E_TIMEOUT], 0);
   check("served-after-the-burst", after[E_SERVED], AFTER);
+  if (nactive && hold_ms)
+    check("active-answers-right", active_wrong + active_errors, 0);
   if (server) {
     kill(pid);
     int status = 0;

@@ -10,6 +10,11 @@
 // nothing behind. Waits are for events (a counter, a completion), each with a
 // generous safety net. `conntest timeout` (run under -icount, where the guest's
 // 20 s pass quickly) waits for lwIP to give up on the SYN: -ETIMEDOUT.
+// `conntest idle` (also under -icount) leaves connections idle long enough
+// that lwIP's timers stop visiting them (net/patches/README.md), then checks
+// that they still do all a connection does: data is answered, a FIN from
+// either side is seen, and the timers still end what they must end when
+// they are closed (TIME_WAIT, the FIN-WAIT-2 timeout).
 #include "ulib.h"
 #include "cops.h"
 #include "utest.h"
@@ -241,6 +246,63 @@ static void kill_mid_connect(int mode) {
   check(name(mode, "child-pcbs-freed"), kstat(KSTAT_TCP_PCBS), pcbs0);
 }
 
+// Wait until a kernel counter reaches want, for ms of guest time at most.
+static long wait_kstat_ms(int what, long want, long ms) {
+  long v = kstat(what);
+  for (long t = 0; t < ms && v != want; t += 10) {
+    sleep(10);
+    v = kstat(what);
+  }
+  return v;
+}
+
+static int idle_pair(int l, int *c, int *s) {
+  char buf[4];
+  *c = socket();
+  if (*c < 0 || connect(*c, LOOPBACK, 7200) != 0 || (*s = accept(l)) < 0)
+    return 0;
+  return send(*c, "ping", 4) == 4 && xfer(0, 0, *s, buf, 4) == 4 && send(*s, "pong", 4) == 4 &&
+         xfer(0, 0, *c, buf, 4) == 4 && memcmp(buf, "pong", 4) == 0;
+}
+
+static void idle_test(void) {
+  enum { PAIRS = 4 };
+  int l = listener(7200), c[PAIRS], s[PAIRS], ok = l >= 0;
+  long pcbs0 = kstat(KSTAT_TCP_PCBS);
+  char buf[8];
+  for (int i = 0; i < PAIRS && ok; i++)
+    ok = idle_pair(l, &c[i], &s[i]);
+  check("idle-set-up", ok, 1);
+  if (!ok)
+    return;
+  // 3 s: six slow timer ticks and twelve fast ones with nothing to do
+  sleep(3000);
+  // a request and its answer on a connection that was idle
+  check("idle-data-answered", send(c[0], "again", 5) == 5 && xfer(0, 0, s[0], buf, 5) == 5 &&
+        send(s[0], buf, 5) == 5 && xfer(0, 0, c[0], buf, 5) == 5 && memcmp(buf, "again", 5) == 0, 1);
+  // a FIN from the client, then from the server; and the other way round
+  close(c[1]);
+  check("idle-client-fin-seen", recv(s[1], buf, 1), 0);
+  close(s[1]);
+  close(s[2]);
+  check("idle-server-fin-seen", recv(c[2], buf, 1), 0);
+  close(c[2]);
+  // the side that closed first waits in TIME_WAIT (4 s), then goes; both
+  // pairs' pcbs must be gone (a minute of guest time at most: a safety net)
+  check("idle-time-wait-expires", wait_kstat_ms(KSTAT_TCP_PCBS, pcbs0 + 4, 60000), pcbs0 + 4);
+  // The client closes, the server does not: the client's pcb sits in
+  // FIN-WAIT-2 until lwIP's timeout (20 s) removes it, and the server's,
+  // idle in CLOSE_WAIT all that while, stays.
+  close(c[3]);
+  check("idle-fin-wait-2-times-out", wait_kstat_ms(KSTAT_TCP_PCBS, pcbs0 + 3, 60000), pcbs0 + 3);
+  // Its close still sends a FIN (a reset answers it: the peer is gone).
+  close(s[3]);
+  close(c[0]);
+  close(s[0]);
+  check("idle-all-pcbs-freed", wait_kstat_ms(KSTAT_TCP_PCBS, pcbs0, 60000), pcbs0);
+  close(l);
+}
+
 static int nothing(void *arg) {
   (void)arg;
   return 0;
@@ -256,6 +318,11 @@ int main(int argc, char **argv) {
     check("unanswered-syn-times-out", connect(fd, BLACKHOLE, 80), -ETIMEDOUT);
     close(fd);
     check("timed-out-pcbs-freed", kstat(KSTAT_TCP_PCBS), 0);
+    return utest_summary();
+  }
+  if (argc > 1 && strcmp(argv[1], "idle") == 0) {
+    idle_test();
+    check("idle-sockets-freed", kstat(KSTAT_SOCKETS), 0);
     return utest_summary();
   }
   // The first socket starts the network stack, which allocates for good; so
