@@ -12,7 +12,6 @@
 #include "kmalloc.h"
 #include "palloc.h"
 #include "kco.h"
-#include "timer.h"
 #include "proc.h"
 #include "uintr.h"
 
@@ -33,7 +32,7 @@ int ring_setup(struct proc *p) {
   return 0;
 }
 
-static void ring_hold(struct proc *p, cid_t cid, long result);
+static void ring_hold(struct proc *p, cid_t cid, long result, void *spare);
 
 static int ring_space(struct completion_ring *r) {
   uint32_t used = r->tail - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
@@ -82,8 +81,9 @@ void ring_flush(struct thread *t) {
 
 // The common case takes the ring lock once and allocates nothing: the ring
 // has space and nothing waits before this completion. Only when the process
-// lets its ring fill up does a completion wait in a kmalloc'd record, in order.
-void ring_complete(struct thread *t, cid_t cid, long result) {
+// lets its ring fill up does a completion wait, in order, in the caller's
+// spare block.
+int ring_complete(struct thread *t, cid_t cid, long result, void *spare) {
   struct proc *p = t->proc;
   spin_lock(&p->ring_lock);
   if (p->ring_waiting)
@@ -93,19 +93,22 @@ void ring_complete(struct thread *t, cid_t cid, long result) {
     ring_put(p->ring, cid, result);
   spin_unlock(&p->ring_lock);
   if (!put)
-    ring_hold(p, cid, result);
+    ring_hold(p, cid, result, spare);
   uintr_post(t);
+  return !put;
 }
 
-// No space: the completion waits in the kernel. If even its small record
-// cannot be had, retry: dropping it would leave a user coroutine blocked
-// forever. (The ring may have drained meanwhile; order is kept either way,
-// since the record goes behind any that still wait and flush_locked moves them
-// first.)
-static void ring_hold(struct proc *p, cid_t cid, long result) {
-  struct waiting_completion *w;
-  while (!(w = kmalloc(sizeof *w)))
-    kco_sleep_ms(1);
+// No space: the completion waits in the kernel, in the spare block the caller
+// gave (it was allocated with the call: nothing is allocated here, and a
+// stackless coroutine, which cannot wait for memory, completes like any
+// other; the kmalloc and retry that were here made such a coroutine sleep,
+// a kernel panic, when a full ring met a full memory). The ring may have
+// drained meanwhile; order is kept either way, since the record goes behind
+// any that still wait and flush_locked moves them first.
+_Static_assert(sizeof(struct waiting_completion) <= RING_SPARE_BYTES, "ring_complete's spare is too small");
+
+static void ring_hold(struct proc *p, cid_t cid, long result, void *spare) {
+  struct waiting_completion *w = spare;
   w->next = 0;
   w->cid = cid;
   w->result = result;

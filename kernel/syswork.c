@@ -57,6 +57,7 @@ struct worker {                // (syswork_start sets every field: keep it in st
 _Static_assert(sizeof(struct worker) <= 256, "struct worker outgrew its kmalloc class");
 // syswork_start sets each field by name: a new field must be set there too.
 _Static_assert(sizeof(struct worker) == 256, "struct worker changed: update syswork_start");
+_Static_assert(sizeof(struct worker) >= RING_SPARE_BYTES, "a worker is ring_complete's spare");
 
 // The polling kernel thread of a KMODE_POLLER process.
 struct poller {
@@ -131,9 +132,11 @@ static void finish(struct worker *w, long r) {
   sysargs_release(&w->sa);
   if (w->cid) {
     // The process has been running all along: post {cid, result} to its
-    // completion ring and raise a user interrupt in the calling thread.
-    ring_complete(t, w->cid, r);
-    worker_free(w);
+    // completion ring and raise a user interrupt in the calling thread. If
+    // the ring is full, the completion waits in w's own memory (w is done
+    // with it: the ring kfrees it later).
+    if (!ring_complete(t, w->cid, r, w))
+      worker_free(w);
     proc_async_done(p);        // last: exit may free the process after this
   } else {
     worker_free(w);

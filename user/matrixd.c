@@ -12,11 +12,12 @@
 //   -c  connections served at once (1024; the descriptor and thread limits
 //       may lower it); more are accepted and closed at once ("refused"). The
 //       kernel's descriptor limit is bootargs nofile=N (kstat KSTAT_NOFILE).
-//   -F  UC models: requests in flight at once (256; 0: no limit). A
+//   -F  UC models: requests in flight at once (64; 0: no limit). A
 //       connection whose next request would exceed it waits, before reading
 //       it, for one to finish: memory for requests (receive and parse
 //       buffers, request, reply) is then bounded by this, not by the
-//       connections (user/matrixd_uc.c).
+//       connections, and a new connection is refused while free memory is
+//       below what that many requests need (user/matrixd_uc.c).
 //   -q  print only the lines below (no warnings).
 //   -R N  print "matrixd: open=C free_pages=F kmalloc_bytes=B heap_bytes=H"
 //       at start (C = 0) and whenever C, the connections open, reaches a

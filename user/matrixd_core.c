@@ -7,7 +7,7 @@
 
 struct md_config md_cfg = {
   .model = MD_KCUC, .port = 80, .max_n = MP_MAX_N_DEFAULT, .prio_mod = 0, .max_conns = 1024,
-  .max_inflight = 256,
+  .max_inflight = 64,
 };
 struct md_totals md_tot;
 struct md_kstat md_baseline;

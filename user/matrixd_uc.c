@@ -414,9 +414,22 @@ static struct uconn *conn_new(int fd, long index) {
   return c->dying ? NULL : c;
 }
 
+// Pages to keep free for the requests in flight (-F of them, each a receive
+// buffer, the parser's buffers, the request and its reply at the largest n):
+// a connection that would leave fewer is refused at once, rather than
+// accepted and then closed on its first request for want of memory to serve
+// it. (Pages the heap already holds, free inside it, are not counted: the
+// reserve errs on the safe side.)
+static long reserve_pages(void) {
+  size_t n = (size_t)md_cfg.max_n, one = MD_RECV_BYTES + MP_REQ_BYTES(n) + MP_ANSWER_BYTES(n) +
+                                           3 * n * n * sizeof(int64_t) + 3 * sizeof(struct md_msg);
+  return (long)((size_t)md_cfg.max_inflight * one / 4096) + 64;
+}
+
 static void acceptor(void *arg) {
   (void)arg;
   int complained = 0;
+  long reserve = reserve_pages();
   for (;;) {
     long fd = cops_async(SYS_accept, lfd, 0, 0);
     if (fd == -EMFILE) {
@@ -430,8 +443,9 @@ static void acceptor(void *arg) {
       continue;
     }
     complained = 0;
-    if (md_get(&md_tot.open) >= md_cfg.max_conns) {
-      close((int)fd);                        // over the limit: refused
+    if (md_get(&md_tot.open) >= md_cfg.max_conns ||
+        (md_cfg.max_inflight && kstat(KSTAT_FREE_PAGES) < reserve)) {
+      close((int)fd);                        // over a limit: refused
       md_count(&md_tot.refused, 1);
       continue;
     }
