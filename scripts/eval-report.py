@@ -712,9 +712,10 @@ def table3_section(mem, machine, out):
                    "user/matrixd_core.c end a connection that runs out of memory).\n"
                    % (m.upper(), r["accepted"], r["accept_answered"], r["accept_errors"],
                       r["accept_hold_free_pages"] or "?"))
-    out.append("A KCUC or KTUC connection is three stackful user coroutines with 16 KiB stacks "
-               "from the user heap (user/matrixd_uc.c), where the paper's are stackless (120, 80 "
-               "and 64 bytes); a KCUT or KTUT connection is three user threads (their stacks from "
+    out.append("A KCUC or KTUC connection is three stackful user coroutines with 2 KiB stacks "
+               "from the user heap (user/matrixd_uc.c; an idle one holds no receive or parse "
+               "buffer, and at most 64 requests are in flight at once, matrixd -F), where the "
+               "paper's are stackless (120, 80 and 64 bytes); a KCUT or KTUT connection is three user threads (their stacks from "
                "the user heap too) and, while they wait, stackful kernel coroutines (16 KiB "
                "stacks, in \"other\").\n")
     ts = next((r["thread_struct_bytes"] for r in mem if r.get("thread_struct_bytes")), "")
