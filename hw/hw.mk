@@ -63,7 +63,8 @@ hw-synth:
 	  echo "$$($(YOSYS) -V | cut -d' ' -f1-2), \`synth_xilinx -family xc7 -flatten -noiopad\`:"; \
 	  echo "yosys's own mapping to Xilinx 7-series cells, **estimates, not Vivado results**"; \
 	  echo "(no placement, no timing). For scale, the Zynq-7000 xc7z020 has 53,200 LUTs and"; \
-	  echo "106,400 flip-flops. Budgets: hw/synth/budget.txt."; echo; } > $(HW_BUILD)/hw.md.head
+	  echo "106,400 flip-flops. Budgets: hw/synth/budget.txt. The whole Rocket SoC for the"; \
+	  echo "ZCU102 board is estimated by \`make fpga-synth\`: [hw-soc.md](hw-soc.md)."; echo; } > $(HW_BUILD)/hw.md.head
 	YOSYS=$(YOSYS) OUT=$(HW_BUILD) bash hw/synth/synth.sh > $(HW_BUILD)/hw.md.table
 	@cat $(HW_BUILD)/hw.md.head $(HW_BUILD)/hw.md.table > $(HW_RESULTS)
 	@cat $(HW_RESULTS)

@@ -5,6 +5,7 @@
 #   make sim-build      only build (or reuse) the Verilator model
 #   make test-sim       user programs on the Rocket: PASS/FAIL lines (minutes per program)
 #   make fpga / flash   Vivado inputs for the board / load the bitstream over JTAG
+#   make fpga-synth     a yosys size estimate of the board's SoC -> docs/results/hw-soc.md
 
 SOC_DIR   := $(BUILD)/soc
 SOC_VENV  := $(BUILD)/venv
@@ -29,7 +30,7 @@ SOC_SIM   = $(SOC_PY) hw/soc/sim.py --build $(SOC_DIR) --stub $(SOC_STUB) \
             $(if $(TRACE),--trace --trace-start $$(( $(TRACE_START) * 1000000 )) \
               --trace-end $$(( $(TRACE_END) < 0 ? -1 : $(TRACE_END) * 1000000 )))
 
-.PHONY: sim sim-build sim-deps test-sim fpga flash
+.PHONY: sim sim-build sim-deps test-sim fpga fpga-synth flash
 
 $(SOC_VENV)/.pinned: scripts/deps.sh
 	@bash scripts/deps.sh --sim $(SOC_VENV)
@@ -74,6 +75,12 @@ fpga: $(SOC_VENV)/.pinned $(SOC_STUB) $(SOC_KBIN)
 	  echo "fpga: SKIP bitstream: vivado is not on PATH (AMD Vivado is not in Debian)."; \
 	  echo "fpga: its inputs are in $(FPGA_DIR)/gateware; with Vivado: cd there && bash build_coral_zcu102.sh"; \
 	fi
+
+# A yosys size estimate of that SoC for the board's part (no Vivado needed):
+# docs/results/hw-soc.md.
+fpga-synth: fpga
+	@bash scripts/deps.sh --hw
+	@bash hw/soc/soc-synth.sh $(FPGA_DIR)/gateware
 
 # Load the bitstream into the PL over JTAG, then send OpenSBI + Coral + DTB
 # to the BIOS over the serial line.
