@@ -79,14 +79,36 @@ static int connect_errno(err_t err) {
   return err == ERR_RST ? -ECONNREFUSED : err == ERR_ABRT ? -ETIMEDOUT : lwip_errno(err);
 }
 
+// Take our callbacks off a pcb and forget it: from here on lwIP alone
+// decides when to free it, and tells us nothing.
+static struct tcp_pcb *detach(struct socket *s) {
+  struct tcp_pcb *pcb = s->pcb;
+  s->pcb = 0;
+  if (pcb) {
+    tcp_arg(pcb, 0);
+    tcp_recv(pcb, 0);            // lwIP then drops late data itself
+    tcp_sent(pcb, 0);
+    tcp_err(pcb, 0);
+  }
+  return pcb;
+}
+
 // ---- lwIP callbacks (network lock held) ----
 static err_t recv_cb(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) {
   struct socket *s = arg;
   (void)pcb;
   (void)err;                      // lwIP passes ERR_OK here in 2.1
-  if (!p)
+  if (!p) {
     s->rx_eof = 1;
-  else {
+    // The peer's FIN after our own (shutdown SHUT_WR): the connection has
+    // nothing left to carry, and its pcb goes on to CLOSING or TIME_WAIT,
+    // whose end lwIP frees without calling err_cb (tcp_slowtmr, or
+    // tcp_kill_timewait when memory runs out). Holding on to it would leave
+    // a dangling pointer for close() to free a second time, or to close a
+    // new connection whose pcb reused the memory. Let lwIP have it now.
+    if (s->wr_shut)
+      detach(s);
+  } else {
     stats.bytes_in += p->tot_len;
     if (s->rx)
       pbuf_cat(s->rx, p);        // the window bounds the total (TCP_WND < 64 KiB)
@@ -407,14 +429,9 @@ int sock_connect(struct socket *s, uint32_t ip, int port) {
 // Let go of a connection's pcb: detach our callbacks, then close it gracefully
 // (FIN), or reset it if there is unread data or lwIP cannot close it now.
 static void release_conn_pcb(struct socket *s) {
-  struct tcp_pcb *pcb = s->pcb;
-  s->pcb = 0;
+  struct tcp_pcb *pcb = detach(s);
   if (!pcb)
     return;
-  tcp_arg(pcb, 0);
-  tcp_recv(pcb, 0);              // lwIP then drops late data itself
-  tcp_sent(pcb, 0);
-  tcp_err(pcb, 0);
   if (s->rx || tcp_close(pcb) != ERR_OK)
     tcp_abort(pcb);
 }
