@@ -147,13 +147,10 @@ struct lent {
   struct lent *next;                 // while in the pool
 };
 static struct lent *pool;
-static int pool_lock;                // UT models lend from several threads
+static volatile int pool_lock;       // UT models lend from several threads
 
-static void pool_acquire(void) {
-  while (__atomic_exchange_n(&pool_lock, 1, __ATOMIC_ACQUIRE))
-    ;
-}
-static void pool_release(void) { __atomic_store_n(&pool_lock, 0, __ATOMIC_RELEASE); }
+static void pool_acquire(void) { ulock_acquire(&pool_lock); }
+static void pool_release(void) { ulock_release(&pool_lock); }
 
 static size_t vals_bytes(void) { return (size_t)md_cfg.max_n * (size_t)md_cfg.max_n * sizeof(int64_t); }
 

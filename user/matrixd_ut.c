@@ -46,11 +46,8 @@ static int reap[2];          // finished connections, to the reaper
 // accept loop creates and the reaper joins, never both at once.
 static volatile int thread_lock;
 
-static void tlock(void) {
-  while (__atomic_exchange_n(&thread_lock, 1, __ATOMIC_ACQUIRE))
-    yield();
-}
-static void tunlock(void) { __atomic_store_n(&thread_lock, 0, __ATOMIC_RELEASE); }
+static void tlock(void) { ulock_acquire(&thread_lock); }
+static void tunlock(void) { ulock_release(&thread_lock); }
 
 // Whole pointers through a pipe (a read or write may in principle move fewer
 // bytes than asked). 1 = done, 0 = end of file, < 0 = error.

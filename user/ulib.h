@@ -32,9 +32,15 @@ int thread_create(void (*entry)(void *), void *arg, void *stack_top);
 void thread_exit(int status) __attribute__((noreturn));
 int thread_join(int tid, int *status);
 // (uthread.c) A thread running fn(arg) on a fresh 16 KiB stack; its return value becomes
-// its exit status. Call from one thread at a time (malloc is not thread-safe).
+// its exit status. Call from one thread at a time (they share one table of stacks).
 int uthread_create(int (*fn)(void *), void *arg);
 int uthread_join(int tid, int *status);     // also frees the thread's stack
+// (uthread.c) A lock between the threads of one process (malloc's, ...), 0 =
+// free. A thread that finds it held spins a little, then yields its hart.
+// Never from a user-interrupt handler: it would wait for the very code it
+// interrupted.
+void ulock_acquire(volatile int *lock);
+void ulock_release(volatile int *lock);
 // TCP sockets (docs/ABI.md). A socket is a descriptor: close() ends it, and
 // read/write work on a connected one like recv/send.
 int socket(void);

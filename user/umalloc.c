@@ -190,20 +190,20 @@ void *realloc(void *ptr, size_t n) {
 }
 
 // The allocator is shared by every thread of the process (alloc_cpu threads,
-// the executor growing its slot table on any of them): one spinlock around it.
+// the UT models' thousands, the executor growing its slot table on any of
+// them): one lock around it, which yields rather than spin when its holder is
+// not running (ulock_acquire; growing the heap is a system call).
 static volatile int malloc_lock;
 
 void *malloc(size_t n) {
-  while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
-    ;
+  ulock_acquire(&malloc_lock);
   void *p = malloc_unlocked(n);
-  __atomic_store_n(&malloc_lock, 0, __ATOMIC_RELEASE);
+  ulock_release(&malloc_lock);
   return p;
 }
 
 void free(void *ptr) {
-  while (__atomic_exchange_n(&malloc_lock, 1, __ATOMIC_ACQUIRE))
-    ;
+  ulock_acquire(&malloc_lock);
   free_unlocked(ptr);
-  __atomic_store_n(&malloc_lock, 0, __ATOMIC_RELEASE);
+  ulock_release(&malloc_lock);
 }

@@ -54,3 +54,22 @@ int uthread_join(int tid, int *status) {
   }
   return r;
 }
+
+// The holder of a user lock may be running on another hart, and then it lets
+// go within a few hundred instructions: spin that long. It may also have been
+// preempted, or be waiting in a system call (malloc's brk): then spinning
+// until the next tick only keeps it off the hart, once for every thread that
+// waits (with a thousand threads on one hart, seconds: make eval's Table 3
+// saw KCUT answers take 6 s and more). So after the spins, yield.
+#define ULOCK_SPINS 64
+
+void ulock_acquire(volatile int *lock) {
+  for (;;) {
+    for (int i = 0; i < ULOCK_SPINS; i++)
+      if (!__atomic_load_n(lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+        return;
+    yield();
+  }
+}
+
+void ulock_release(volatile int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
