@@ -144,6 +144,7 @@ static int run_one(const struct ktest *t) {
   test_done = 0;
   snap(&before);
   struct cache_use cache_before = cache_usage();
+  uint64_t instret0 = rdinstret(), cycle0 = rdcycle();
   if (kco_spawn_stackful(test_body, (void *)t, KTEST_PRIO, 0) < 0) {
     kprintf("KTEST FAIL %s: cannot spawn the test coroutine\n", t->name);
     return 0;
@@ -175,10 +176,15 @@ static int run_one(const struct ktest *t) {
       ksnprintf(cur_why, sizeof cur_why, "page leak: %lu pages in use outside kmalloc, was %lu",
                 after.direct_pages, before.direct_pages), cur_failed = 1;
   }
+  // This hart's counters across the test (and the settling after it): what
+  // a test costs, for choosing the ones a slow target can run (the
+  // simulated Rocket, docs/results/rtl.md). Other harts' work is not in them.
+  uint64_t instret = rdinstret() - instret0, cycles = rdcycle() - cycle0;
   if (cur_failed)
     kprintf("KTEST FAIL %s: %s\n", t->name, cur_why);
   else
     kprintf("KTEST PASS %s\n", t->name);
+  kprintf("KTEST COST %s instret=%lu cycles=%lu\n", t->name, instret, cycles);
   return !cur_failed;
 }
 
