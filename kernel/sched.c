@@ -117,6 +117,21 @@ void sched_loop(void) {
   }
 }
 
+int kco_run_stackless(uint32_t max_prio) {
+  struct hart *h = this_hart();  // (no switch below: this hart throughout)
+  struct co *self = h->cur, *c;
+  while ((c = exec_take_stackless(&kexec, max_prio)) != 0) {
+    h->cur = c;
+    h->dispatches++;
+    TRACE_CO(TR_RUN, c, 0);
+    int res = c->poll(c->arg);
+    TRACE_CO(TR_END, c, res);
+    h->cur = self;
+    exec_settle_one(&kexec, c, res);
+  }
+  return exec_best_prio(&kexec) > max_prio;
+}
+
 int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio) {
   int64_t cid = exec_spawn_on(&kexec, hart, poll, arg, prio, CO_STACKLESS);
   if (cid > 0)

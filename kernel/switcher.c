@@ -159,7 +159,8 @@ static enum run_end run_thread(struct thread *t) {
     if (exec_best_prio(&kexec) <= my_prio) {
       uintr_leave(t);           // (this switcher may resume on another hart)
       uvm_activate(0);
-      kco_yield();
+      if (!kco_run_stackless(my_prio))   // stackless ones right here; the rest:
+        kco_yield();
       uvm_activate(p->pagetable);
     }
   }
