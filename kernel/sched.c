@@ -41,6 +41,10 @@ void sched_init(void) {
 // sequentially consistent accesses, so at least one of them sees the other: no
 // lost kick.
 static void kick_lane(uint32_t lane) {
+  // (the loop's first look, before its set-up: on every spawn and wake, and
+  // usually nobody sleeps)
+  if (!__atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST))
+    return;
   uint64_t self = 1ULL << this_hart()->index;
   for (;;) {
     uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~self;
