@@ -230,6 +230,22 @@ struct waitq *file_waitq(struct file *f, int is_write) {
   return 0;
 }
 
+// A waiter links itself and fences (waitq_add) before this glance; a pipe's
+// side changes its counts and then looks for waiters (waitq_wake_all, after
+// a fence). So either this sees the change or the changer sees the waiter.
+int file_wait_may_be_over(struct file *f, struct waitq *q) {
+  struct pipe *pi = f->pipe;
+  if (!pi)
+    return 1;
+  uint64_t nread = __atomic_load_n(&pi->nread, __ATOMIC_RELAXED);
+  uint64_t nwrite = __atomic_load_n(&pi->nwrite, __ATOMIC_RELAXED);
+  if (q == &pi->can_read)
+    return nwrite != nread || __atomic_load_n(&pi->writers, __ATOMIC_RELAXED) == 0;
+  if (q == &pi->can_write)
+    return nwrite - nread < PIPE_SIZE || __atomic_load_n(&pi->readers, __ATOMIC_RELAXED) == 0;
+  return 1;
+}
+
 long file_read(struct file *f, pte_t *pt, uint64_t uva, long n, int may_block, volatile int *killed) {
   switch (f->type) {
   case F_CONSOLE:

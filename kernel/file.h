@@ -35,6 +35,11 @@ int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
 // The queue a transfer that returned -EAGAIN waits on (its event: data or
 // space in a pipe), or 0 if the file cannot name one (the console).
 struct waitq *file_waitq(struct file *f, int is_write);
+// After a waiter has registered on file_waitq(f, ...) = q (and fenced, as
+// waitq_add does): 0 if the event q announces has certainly not come yet, so
+// a transfer tried now would find nothing to do and the caller may simply
+// wait; 1 if it may have (or f cannot tell). Lock-free: a glance.
+int file_wait_may_be_over(struct file *f, struct waitq *q);
 struct file *file_socket(struct socket *s);           // takes over the caller's socket reference; NULL: no memory
 // Transfer between the file and user memory at uva in pagetable pt.
 // killed (may be NULL) is polled while blocked: a kill ends the wait with -EINTR.

@@ -51,6 +51,14 @@ static inline void kco_reprio_self(uint32_t prio) {
 // Stackful coroutines only.
 void kco_yield(void);
 void kco_block(void);                        // returns once woken (maybe spuriously)
+// Run the ready stackless coroutines of priority max_prio or better here, on
+// the calling stackful coroutine's stack, as long as the best ready one is
+// such (a kernel on one hart: exec_take_stackless). Then 1 if nothing of
+// max_prio or better is ready, else 0: the caller yields for the rest. A
+// switch into the loop and back, and two loop steps, cost about 250
+// instructions: a switcher that yields to an async call's coroutine runs it
+// here instead.
+int kco_run_stackless(uint32_t max_prio);
 // (kco_sleep_until and kco_sleep_ms are the timers' part: kernel/timer.h.)
 
 // Kick an idle hart so it looks at the ready queues again.

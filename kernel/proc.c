@@ -156,6 +156,38 @@ void thread_make_runnable(struct thread *t) {
   waitq_wake_one(&runq_wait);
 }
 
+// ---- parked calls (struct thread_park; syswork.c parks and resumes them) ----
+// Whoever moves park.state out of PARK_BLOCKED queues the thread, so it is
+// queued once: the waker (PARK_WOKEN), a kill (PARK_KICKED), or the parker
+// itself when it finds the kill flag after blocking.
+
+void thread_park_notify(struct waiter *w) {
+  // (called by the waker, with the queue's lock held, after it unlinked w)
+  struct thread *t = (struct thread *)(void *)((char *)w - offsetof(struct thread, park.waiter));
+  if (__atomic_exchange_n(&t->park.state, PARK_WOKEN, __ATOMIC_ACQ_REL) == PARK_BLOCKED)
+    thread_make_runnable(t);
+}
+
+void thread_park_kick(struct thread *t) {
+  int blocked = PARK_BLOCKED;
+  if (__atomic_compare_exchange_n(&t->park.state, &blocked, PARK_KICKED, 0, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_RELAXED))
+    thread_make_runnable(t);
+}
+
+int thread_park_block(struct thread *t) {
+  struct proc *p = t->proc;      // (read before: t may be gone once it is blocked)
+  int waiting = PARK_WAITING;
+  if (!__atomic_compare_exchange_n(&t->park.state, &waiting, PARK_BLOCKED, 0, __ATOMIC_SEQ_CST,
+                                   __ATOMIC_ACQUIRE))
+    return 0;                    // the queue fired (or a kill came) while it registered
+  // A kill sets the flag and then kicks parked threads; we blocked and then
+  // look at the flag (both sequentially consistent): one of us sees the other.
+  if (__atomic_load_n(&p->killed, __ATOMIC_SEQ_CST))
+    thread_park_kick(t);
+  return 1;
+}
+
 static struct thread *runq_pop(void) {
   if (!__atomic_load_n(&rq_bitmap, __ATOMIC_RELAXED))
     return 0;                    // empty: no lock (a waiter re-checks after linking)
@@ -463,9 +495,13 @@ void proc_terminate(struct proc *p, int status) {
   __atomic_store_n(&p->killed, 1, __ATOMIC_SEQ_CST);
   // Blocked threads re-test `killed` when woken; running ones see it at their
   // next trap (a tick at the latest).
-  for (int i = 0; i < p->nthreads; i++)
-    if (p->threads[i] && p->threads[i]->worker)
-      kco_wake(p->threads[i]->worker);
+  for (int i = 0; i < p->nthreads; i++) {
+    struct thread *t = p->threads[i];
+    if (t && t->worker)
+      kco_wake(t->worker);
+    else if (t)
+      thread_park_kick(t);           // (does nothing unless a call of t is parked)
+  }
   spin_unlock(&p->lock);
   waitq_wake_all(&p->child_exit);
   waitq_wake_all(&p->thread_done);

@@ -43,6 +43,31 @@ enum proc_state { P_FREE = 0, P_EMBRYO, P_RUNNING, P_ZOMBIE };
 // its own (shadow) user-interrupt state, as the N extension keeps u-CSRs per hart.
 enum thread_state { T_FREE = 0, T_RUNNABLE, T_RUNNING, T_BLOCKED, T_DONE };
 
+// A synchronous call that waits on a wait queue with no kernel coroutine of
+// its own (KMODE_COROUTINE; kernel/syswork.c, syswork_park): the thread's own
+// waiter is on the queue, and the waker makes the thread runnable; the
+// switcher that takes it repeats the call before returning to U-mode.
+enum park_state {
+  PARK_NONE = 0,
+  PARK_WAITING,    // registered; the thread is still in its trap
+  PARK_BLOCKED,    // T_BLOCKED: whoever moves it out of here queues the thread
+  PARK_WOKEN,      // the queue fired (its waker unlinked the waiter first)
+  PARK_KICKED,     // kill: queued to notice; the waiter may still be linked
+};
+
+struct file;
+struct socket;
+struct sysargs;
+struct thread;
+struct thread_park {
+  struct waiter waiter;           // on wq while parked (notify: thread_park_notify)
+  struct waitq *wq;               // 0: no call parked
+  struct file *file;              // the call's references while it waits (sysargs'
+  struct socket *sock;            //   file and sock: they keep wq alive)
+  long (*call)(struct thread *, struct sysargs *, int);   // its handler (a syscall_fn)
+  int state;                      // enum park_state (atomic)
+};
+
 struct thread {
   struct uctx uc;                 // first: uservec finds it through sscratch
   struct proc *proc;
@@ -52,6 +77,7 @@ struct thread {
   struct uintr_state ui;          // shadow u-CSRs (emulated backend)
   int on_hart;                    // hart index while in U-mode, else -1
   cid_t worker;                   // kernel coroutine serving its blocking call, or 0
+  struct thread_park park;        // or its blocking call parked on a wait queue (no coroutine)
   struct waitq uwait;             // uwait() sleeps here
   struct thread *rq_next;         // run-queue link
 };
@@ -130,6 +156,13 @@ static inline uint32_t proc_runq_best(void) {
 // Every change of a thread's state goes through here: it keeps p->nactive
 // and so the process's place in the global bitmap (prio_publish) right.
 void thread_set_state(struct thread *t, enum thread_state s);
+// Parking (struct thread_park). thread_park_block: t, registered
+// (PARK_WAITING) and already T_BLOCKED, blocks: 1, or 0 if it was woken
+// meanwhile (then it is the caller's to run again). After 1 the caller must
+// not touch t: it may run on another hart at once.
+int thread_park_block(struct thread *t);
+void thread_park_notify(struct waiter *w);   // the waiter's notify: the queue fired
+void thread_park_kick(struct thread *t);     // kill: queue a parked thread to notice
 // The calling switcher's thread t stops for good (status for thread_join). The
 // last thread of a process to stop ends the process with p->exit_code.
 void thread_stop(struct thread *t, int status);

@@ -41,6 +41,10 @@ void sched_init(void) {
 // sequentially consistent accesses, so at least one of them sees the other: no
 // lost kick.
 static void kick_lane(uint32_t lane) {
+  // (the loop's first look, before its set-up: on every spawn and wake, and
+  // usually nobody sleeps)
+  if (!__atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST))
+    return;
   uint64_t self = 1ULL << this_hart()->index;
   for (;;) {
     uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~self;
@@ -115,6 +119,21 @@ void sched_loop(void) {
     this_hart()->cur = 0;
     prev = c;
   }
+}
+
+int kco_run_stackless(uint32_t max_prio) {
+  struct hart *h = this_hart();  // (no switch below: this hart throughout)
+  struct co *self = h->cur, *c;
+  while ((c = exec_take_stackless(&kexec, max_prio)) != 0) {
+    h->cur = c;
+    h->dispatches++;
+    TRACE_CO(TR_RUN, c, 0);
+    int res = c->poll(c->arg);
+    TRACE_CO(TR_END, c, res);
+    h->cur = self;
+    exec_settle_one(&kexec, c, res);
+  }
+  return exec_best_prio(&kexec) > max_prio;
 }
 
 int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio) {

@@ -75,6 +75,10 @@ static enum run_end run_thread(struct thread *t) {
   uvm_activate(p->pagetable);
   uint32_t my_prio = carried_priority(p);
   kco_reprio_self(my_prio);
+  // A call that waited parked on a queue, and t was woken: repeat it first
+  // (here, not on a kernel coroutine: see syswork_park).
+  if (t->park.wq && syscall_resume(t) == SC_BLOCKED)
+    return RUN_BLOCKED;
   for (;;) {
     if (p->killed)
       return stop(t, -1);
@@ -117,8 +121,8 @@ static enum run_end run_thread(struct thread *t) {
         if (exec_best_prio(&kexec) >= my_prio)
           continue;
         break;
-      case SC_BLOCKED:          // t belongs to its kernel coroutine now (dispatch
-        return RUN_BLOCKED;     // called uintr_leave before handing it over)
+      case SC_BLOCKED:          // t belongs to its waker now (dispatch called
+        return RUN_BLOCKED;     // uintr_leave before t could be woken)
       case SC_YIELD:            // (my_prio: published at this trap's entry, above)
         if (others_waiting(my_prio))
           return RUN_PREEMPTED;
@@ -155,7 +159,8 @@ static enum run_end run_thread(struct thread *t) {
     if (exec_best_prio(&kexec) <= my_prio) {
       uintr_leave(t);           // (this switcher may resume on another hart)
       uvm_activate(0);
-      kco_yield();
+      if (!kco_run_stackless(my_prio))   // stackless ones right here; the rest:
+        kco_yield();
       uvm_activate(p->pagetable);
     }
   }

@@ -82,6 +82,19 @@ long sys_connect(struct thread *t, struct sysargs *sa, int may_block);
 // call of thread t, which the caller has already marked T_BLOCKED. Takes over
 // what sa holds. 0, or -ENOMEM / -EINTR (then sa is still the caller's).
 int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio);
+// KMODE_COROUTINE's way for a synchronous call that names its wait queue
+// (sa->wq) and no deadline: no kernel coroutine. syswork_park registers t's
+// own waiter (t->park) on sa->wq and tries the call again: 0 with *result if
+// it is over after all (sa still the caller's), 1 if it must wait (t->park
+// now holds what sa held: the caller blocks t with thread_park_block), -1 if
+// the call no longer names a queue (sa as after a WOULD_BLOCK: give it a
+// kernel coroutine). syswork_unpark takes a parked call back into sa (its
+// handler and references), to be tried again.
+static inline int syswork_can_park(struct proc *p, const struct sysargs *sa) {
+  return sa->wq && !sa->deadline && __atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE;
+}
+int syswork_park(struct thread *t, struct sysargs *sa, long *result);
+void syswork_unpark(struct thread *t, struct sysargs *sa);
 // Give every cached worker record back to kmalloc (before memory is counted).
 void syswork_drain(void);
 // How many call attempts p's polling kernel thread has made (KMODE_POLLER).

@@ -482,6 +482,70 @@ int syscall_fast(struct thread *t) {
   return 0;
 }
 
+// A synchronous call of t must wait (its handler returned WOULD_BLOCK). Its
+// result, if it is over after all, or WOULD_BLOCK: t is T_BLOCKED and belongs
+// to whoever wakes it (its waker, or the call's kernel coroutine). From the
+// moment t can be woken it may run (and p even exit and free its page table)
+// on another hart: the hart leaves p's address space first.
+// Try a parked call again (syswork_unpark gave it back to sa). Not
+// registered first: it was woken, so it most likely completes, and if not,
+// wait_for registers and tries once more.
+static long try_again(struct thread *t, struct sysargs *sa) {
+  if (__atomic_load_n(&t->proc->killed, __ATOMIC_SEQ_CST))
+    return -EINTR;
+  return sa->call(t, sa, 0);
+}
+
+static long wait_for(struct thread *t, struct sysargs *sa) {
+  struct proc *p = t->proc;
+  long r;
+  int parked;
+  while (syswork_can_park(p, sa) && (parked = syswork_park(t, sa, &r)) >= 0) {
+    if (!parked)
+      return r;
+    uvm_activate(0);
+    uintr_leave(t);              // t's N state leaves this hart with it
+    thread_set_state(t, T_BLOCKED);
+    if (thread_park_block(t))
+      return WOULD_BLOCK;
+    thread_set_state(t, T_RUNNING);   // woken while it registered: try again
+    uvm_activate(p->pagetable);
+    syswork_unpark(t, sa);
+    if ((r = try_again(t, sa)) != WOULD_BLOCK)
+      return r;
+  }
+  uvm_activate(0);
+  uintr_leave(t);
+  thread_set_state(t, T_BLOCKED);
+  // The kernel coroutine serves the process, so it runs at the process's
+  // priority: a worse fixed priority would let a busy equal or better
+  // process starve it.
+  r = syswork_start(t, sa, CID_NONE, prio_of(p));
+  if (r == 0)
+    return WOULD_BLOCK;
+  thread_set_state(t, T_RUNNING);
+  uvm_activate(p->pagetable);
+  return r;
+}
+
+// t's call was parked (syswork_park) and t has been woken: try it again,
+// before t returns to U-mode. SC_DONE (result in a0) or SC_BLOCKED (parked
+// again, or handed to a kernel coroutine).
+enum syscall_outcome syscall_resume(struct thread *t) {
+  struct sysargs sa;
+  sa.nr = t->uc.x[REG_A7];       // (a synchronous call: no SYS_ASYNC)
+  sa.a = &t->uc.x[REG_A0];       // the thread's registers kept the arguments
+  syswork_unpark(t, &sa);        // the call and its references
+  long r = try_again(t, &sa);
+  if (r == WOULD_BLOCK && (r = wait_for(t, &sa)) == WOULD_BLOCK)
+    return SC_BLOCKED;
+  TRACE_THREAD(TR_COMPLETE, t, 0, r);
+  if (sa.sock || sa.file)
+    sysargs_release(&sa);
+  t->uc.x[REG_A0] = (uint64_t)r;
+  return SC_DONE;
+}
+
 enum syscall_outcome syscall_dispatch(struct thread *t) {
   struct proc *p = t->proc;
   uint64_t a7 = t->uc.x[REG_A7];
@@ -530,19 +594,9 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
       return SC_ASYNC_STARTED;   // (syswork_start took what sa held)
     }
   } else if (r == WOULD_BLOCK) {
-    // From the moment the worker exists, p may run (and even exit and free its
-    // page table) on another hart: stop using its address space here first.
-    uvm_activate(0);
-    uintr_leave(t);              // t's N state leaves this hart with it
-    thread_set_state(t, T_BLOCKED);
-    // The kernel coroutine serves the process, so it runs at the process's
-    // priority: a worse fixed priority would let a busy equal or better
-    // process starve it.
-    r = syswork_start(t, &sa, CID_NONE, prio_of(p));
-    if (r == 0)
+    r = wait_for(t, &sa);
+    if (r == WOULD_BLOCK)
       return SC_BLOCKED;
-    thread_set_state(t, T_RUNNING);
-    uvm_activate(p->pagetable);
   }
   if (sa.sock || sa.file)
     sysargs_release(&sa);        // the call is over (a worker took sa otherwise)

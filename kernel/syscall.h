@@ -8,7 +8,7 @@ enum syscall_outcome {
   SC_DONE,        // result is in a0: return to the process at once
   SC_ASYNC_STARTED, // the same, and a kernel coroutine now serves the async call
                   // (it need not run before the process does: see switcher.c)
-  SC_BLOCKED,     // a kernel coroutine now serves the call; the process waits
+  SC_BLOCKED,     // the thread waits: its call parked on a queue, or served by a kernel coroutine
   SC_YIELD,       // the process gave up the hart: requeue it behind the others
   SC_EXIT,        // the process called exit
   SC_THREAD_EXIT, // the thread called thread_exit
@@ -16,6 +16,10 @@ enum syscall_outcome {
 };
 
 enum syscall_outcome syscall_dispatch(struct thread *t);
+// t's call waits on a queue with no kernel coroutine (t->park.wq set), and t
+// was woken: the switcher that takes t repeats it before returning to U-mode.
+// SC_DONE or SC_BLOCKED.
+enum syscall_outcome syscall_resume(struct thread *t);
 // The trap's short way for calls that only read a value (kernel/uservec.S):
 // 0 if answered, 1 if the switching coroutine must take the call.
 int syscall_fast(struct thread *t);

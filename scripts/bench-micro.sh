@@ -224,6 +224,24 @@ full=$(value yield_resume_fullsave)
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.
+- A pipe ping-pong round trip is two writes and two reads that wait. A
+  synchronous read that must wait is parked (docs/ARCHITECTURE.md, "Parked
+  calls"): the thread's own waiter goes on the pipe's queue, a lock-free look
+  at the pipe's counts after the registration stands in for a second attempt,
+  the writer's wake queues the reader's thread, and the switcher that takes
+  it repeats the read before returning to U-mode. No kernel coroutine is
+  spawned, run or freed (that was about 400 instructions per wait: 5,570 per
+  round trip before). The rest is four full traps, the two process switches
+  through the run queue, the process leaving and rejoining the global ranks
+  as it blocks and wakes (`publish_moved`), and the copies (a copy within one
+  page takes a short path: one translation, no page loop).
+- The async round trip's kernel coroutine is spawned at the submit and runs
+  inside the triggering write's trap: before that trap returns to U-mode the
+  switcher runs ready stackless kernel work of its priority or better on its
+  own stack (`kco_run_stackless`, one lane; several lanes yield into the loop
+  as before), which saves the switch into the loop and back (about 120).
+  Its worker record comes from a per-hart cache taken and given back with one
+  atomic operation each (no lock round).
 NOTES
   # Where the async round trip's instructions go, measured (scripts/profile.sh:
   # a QEMU plugin counts every executed instruction; needs the QEMU source that

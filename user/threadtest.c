@@ -140,9 +140,60 @@ static int close_race(void) {
   return uthread_join(tid, &st) == 0 ? st : 5;
 }
 
+// Threads blocked in read() on one pipe: a synchronous call that waits on a
+// pipe parks its thread on the pipe's queue (kernel/syswork.c, syswork_park),
+// and a write wakes every parked reader. Each must end with exactly one byte
+// (the one that finds the pipe empty again parks again), or 0 at end of file.
+static int park_fds[2];
+static volatile char park_got[2];
+
+static int park_reader(void *arg) {
+  long i = (long)arg;
+  char c = 0;
+  long r = read(park_fds[0], &c, 1);
+  park_got[i] = c;
+  return (int)r;
+}
+
+static void parked_readers(void) {
+  int r = pipe(park_fds);
+  check("parked-pipe", r, 0);
+  if (r != 0)
+    return;
+  int a = uthread_create(park_reader, (void *)0), b = uthread_create(park_reader, (void *)1);
+  yield();                                   // (whether they wait yet or not, the same outcome)
+  check("parked-write-1", write(park_fds[1], "a", 1), 1);
+  check("parked-write-2", write(park_fds[1], "b", 1), 1);
+  int sa = -1, sb = -1;
+  check("parked-join-a", uthread_join(a, &sa), 0);
+  check("parked-join-b", uthread_join(b, &sb), 0);
+  check("parked-one-byte-each", sa == 1 && sb == 1, 1);
+  check("parked-both-bytes", park_got[0] + park_got[1], 'a' + 'b');
+  // End of file wakes every parked reader for good.
+  a = uthread_create(park_reader, (void *)0);
+  b = uthread_create(park_reader, (void *)1);
+  yield();
+  close(park_fds[1]);
+  check("parked-eof-join-a", uthread_join(a, &sa), 0);
+  check("parked-eof-join-b", uthread_join(b, &sb), 0);
+  check("parked-eof-both", sa == 0 && sb == 0, 1);
+  close(park_fds[0]);
+}
+
 static int child_mode(const char *mode) {
   if (strcmp(mode, "--close-race") == 0)
     return close_race();
+  if (strcmp(mode, "--exit-while-parked") == 0) {
+    // Threads parked in read() when the process ends: the calls give their
+    // pipe back (the leak check below counts it).
+    if (pipe(park_fds) != 0)
+      return 3;
+    uthread_create(park_reader, (void *)0);
+    uthread_create(park_reader, (void *)1);
+    for (int i = 0; i < 4; i++)
+      yield();
+    exit(9);
+  }
   if (strcmp(mode, "--exit-from-thread") == 0) {
     uthread_create(spinner, 0);
     uthread_create(exiter, 0);
@@ -191,6 +242,7 @@ int main(int argc, char **argv) {
   check("join-bad-status-pointer", thread_join(t, (int *)0x10), -EFAULT);
   check("join-after-bad-pointer", uthread_join(t, &st), 0);
   check("create-bad-stack", thread_create((void (*)(void *))0x10000, 0, (void *)0x80000000UL), -EINVAL);
+  parked_readers();
   check("create-misaligned-stack", thread_create((void (*)(void *))0x10000, 0, (void *)0x7fee0008UL), -EINVAL);
   test_ulock();
 
@@ -203,6 +255,7 @@ int main(int argc, char **argv) {
   check("exit-from-thread-ends-process", run_child("--exit-from-thread"), 7);
   check("fault-in-thread-kills-process", run_child("--fault-in-thread"), -1);
   check("close-while-another-thread-reads-and-writes", run_child("--close-race"), 0);
+  check("exit-while-threads-wait-in-read", run_child("--exit-while-parked"), 9);
 
   int same = 0;
   for (int i = 0; i < 3000 && !same; i++) {   // 30 s at most: a safety net

@@ -753,6 +753,31 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
   return c;
 }
 
+struct co *exec_take_stackless(struct executor *ex, uint32_t max_prio) {
+  if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
+    return 0;
+  struct exec_lane *l = (struct exec_lane *)ex->lanes;
+  exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
+  struct co *c = l->best ? l->best->head : 0;
+  if (c && c->prio <= max_prio && c->kind == CO_STACKLESS) {
+    pop_in(ex, l, 1);            // (c is the head of the best queue)
+    c->state = CO_RUNNING;
+  } else {
+    c = 0;
+  }
+  exec_lock1_release(&l->lock, irq);
+  return c;
+}
+
+void exec_settle_one(struct executor *ex, struct co *c, int result) {
+  struct exec_lane *l = (struct exec_lane *)ex->lanes;
+  exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
+  int spill = settle_in(ex, l, c, result, 1);
+  exec_lock1_release(&l->lock, irq);
+  if (spill)
+    spill_and_return(ex, 0);     // the free-slot cache is overfull: give half back
+}
+
 struct co *exec_next_on(struct executor *ex, uint32_t lane, struct co *prev, int prev_result) {
   if (__builtin_expect(__atomic_load_n(&ex->multi, __ATOMIC_RELAXED), 0))
     return next_multi(ex, lane, prev, prev_result);

@@ -40,6 +40,53 @@ KTEST(priority_order) {
     KCHECK_EQ(run_log[i], (i / 3) * 10 + i % 3);
 }
 
+// kco_run_stackless: a stackful coroutine (as a switcher before a return to
+// user mode) runs the ready stackless coroutines of its priority or better on
+// its own stack, best first, and leaves worse ones and stackful ones to the
+// loop. A coroutine that blocks there is settled as blocked and runs again
+// when woken. On several lanes it runs none (the caller yields instead).
+static int pend_once_runs;
+static int pend_once_poll(void *arg) {
+  (void)arg;
+  return ++pend_once_runs == 1 ? CO_PENDING : record_poll(&order_args[3]);
+}
+
+KTEST(run_stackless_here) {
+  ktest_hold_other_harts();
+  log_len = 0;
+  pend_once_runs = 0;
+  int ids[3] = { 50, 40, 30 };       // spawned worst first
+  for (int i = 0; i < 3; i++) {
+    order_args[i].id = ids[i];
+    KCHECK(kco_spawn(record_poll, &order_args[i], (uint32_t)ids[i] / 10) > 0);
+  }
+  order_args[3].id = 41;
+  int64_t pend = kco_spawn(pend_once_poll, 0, 4);
+  KCHECK(pend > 0);
+  int one_lane = !__atomic_load_n(&kexec.multi, __ATOMIC_RELAXED);
+  int nothing_left = kco_run_stackless(4);
+  if (one_lane) {
+    KCHECK_EQ(nothing_left, 1);      // (only the priority-5 one is still ready)
+    KCHECK_EQ(log_len, 2);
+    KCHECK_EQ(run_log[0], 30);
+    KCHECK_EQ(run_log[1], 40);
+    KCHECK_EQ(pend_once_runs, 1);    // ran, and now blocks
+    KCHECK(kco_wake((cid_t)pend) >= 0);
+    KCHECK(ktest_wait_count(&log_len, 4, KTEST_PATIENCE_MS));
+    KCHECK_EQ(run_log[2], 41);       // woken: before the worse one
+    KCHECK_EQ(run_log[3], 50);
+  } else {
+    KCHECK_EQ(nothing_left, 0);
+    KCHECK_EQ(log_len, 0);
+    // The loop runs them (pend blocks at its first run, before the worst one).
+    KCHECK(ktest_wait_count(&log_len, 3, KTEST_PATIENCE_MS));
+    KCHECK(kco_wake((cid_t)pend) >= 0);
+    KCHECK(ktest_wait_count(&log_len, 4, KTEST_PATIENCE_MS));
+    KCHECK_EQ(run_log[3], 41);
+  }
+  ktest_release_other_harts();
+}
+
 #define FIFO_N LOG_MAX
 
 KTEST(fifo_within_priority) {
