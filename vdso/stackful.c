@@ -20,8 +20,14 @@ void stackful_init(struct stackful *sf, void *stack, size_t size, void (*fn)(voi
   sf->result = CO_YIELD;
   sf->full_save = full_save;
   sf->release = release;
+  sf->full = 0;
+  if (full_save) {
+    // The full-save contexts take the top of the stack (16-byte multiple).
+    top -= (sizeof(struct full_pair) + 15) & ~(uintptr_t)15;
+    sf->full = (struct full_pair *)top;
+    sf->full->co = (struct full_ctx){ .ra = (uintptr_t)stackful_trampoline, .sp = top };
+    sf->full->co.s[0] = (uintptr_t)sf;
+  }
   // Both kinds start in the trampoline with sf in s0 and an empty stack.
   sf->co_cacs = (struct cacs_ctx){ .sp = top, .pc = (uintptr_t)stackful_trampoline, .fp = (uintptr_t)sf };
-  sf->co_full = (struct full_ctx){ .ra = (uintptr_t)stackful_trampoline, .sp = top };
-  sf->co_full.s[0] = (uintptr_t)sf;
 }
