@@ -1,6 +1,7 @@
 // SBI calls: a7 = extension id, a6 = function id, a0..a2 = arguments;
 // the firmware returns an error code in a0 and a value in a1.
 #include "sbi.h"
+#include "printf.h"
 
 struct sbiret sbi_call(long ext, long fid, long arg0, long arg1, long arg2) {
   register long a0 __asm__("a0") = arg0;
@@ -37,8 +38,13 @@ long sbi_hart_status(uint64_t hartid) {
 }
 
 void sbi_shutdown(int failure) {
-  sbi_call(SBI_EXT_SRST, 0, SBI_RESET_SHUTDOWN,
-           failure ? SBI_RESET_REASON_FAILURE : SBI_RESET_REASON_NONE, 0);
+  struct sbiret r = sbi_call(SBI_EXT_SRST, 0, SBI_RESET_SHUTDOWN,
+                             failure ? SBI_RESET_REASON_FAILURE : SBI_RESET_REASON_NONE, 0);
+  // Still here: the firmware has no way to end this machine (OpenSBI on the
+  // LiteX SoC has no reset device). Say so, so that a person or a script
+  // (make sim's --until) knows the run is over, and halt this hart.
+  kprintf("poweroff: the firmware cannot power this machine off (SBI system reset: error %ld); "
+          "halted (%s)\n", r.error, failure ? "failure" : "success");
   for (;;)
     __asm__ volatile("wfi");
 }

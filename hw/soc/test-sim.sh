@@ -12,6 +12,8 @@
 # hang is caught the same way on any host.
 # Called from hw/soc/soc.mk with SOC_SIM = the sim.py command line.
 # SIM_PROGS overrides the program list; "prog,arg" runs "prog arg".
+# SIM_KTESTS: kernel tests (test= pieces, comma-separated) run afterwards in
+# a second boot; empty skips them.
 set -u
 BUILD=${BUILD:-build}
 LOGS=$BUILD/soc/test-logs
@@ -81,6 +83,25 @@ done
 [ $status -eq 0 ] && pass "sim/session-ended-at-the-prompt" ||
   fail "sim/session-ended-at-the-prompt" "see $LOGS/sim.log"
 grep -h '^\[sim\] \(end\|stopped\|cycle limit\)' "$LOGS/sim.log" | tail -1
+
+# Kernel tests, in a boot of their own (SIM_KTESTS: the test= list, name
+# pieces separated by commas; empty: none). The run ends at "KTEST DONE"
+# (the SoC cannot power off). KTEST COST lines give each test's cycles.
+if [ -n "${SIM_KTESTS:-}" ]; then
+  klog=$LOGS/ktest.log
+  # shellcheck disable=SC2086 # SOC_SIM is a command line
+  $SOC_SIM --args "test=$SIM_KTESTS" --until "KTEST DONE" --log "$klog" > "$LOGS/ktest-sim.log" 2>&1
+  out=$(tr -d '\r' < "$klog" | sed -n 's#^KTEST \(PASS\|FAIL\) #\1 sim/kernel/#p')
+  [ -n "$out" ] && echo "$out"
+  passed=$((passed + $(grep -c '^PASS' <<< "$out")))
+  failed=$((failed + $(grep -c '^FAIL' <<< "$out")))
+  if tr -d '\r' < "$klog" | grep -q "^KTEST DONE"; then
+    tr -d '\r' < "$klog" | grep "^KTEST COST" | sed 's/^/  /'
+  else
+    fail "sim/kernel/run" "no KTEST DONE line (see $klog, $LOGS/ktest-sim.log)"
+  fi
+  grep -h '^\[sim\] \(end\|stopped\|cycle limit\)' "$LOGS/ktest-sim.log" | tail -1
+fi
 echo "time: $((SECONDS - start)) s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
