@@ -22,10 +22,8 @@ static const struct nm_env user_env = {
 };
 
 void uintr_emul_deliver(struct thread *t) {
-  // Every return to U passes here. A thread has no hardware lines, so nothing
-  // is deliverable while its uip is 0: skip the model's full check then.
-  if (__atomic_load_n(&t->ui.n.uip, __ATOMIC_RELAXED) == 0)
-    return;
+  // Called on a return to U when uip is not 0 (uintr_deliver looks first: a
+  // thread has no hardware lines, so nothing is deliverable while it is 0).
   int irq = nm_pending_irq(&t->ui.n, &user_env);
   if (irq < 0)
     return;
