@@ -96,6 +96,13 @@ static __attribute__((noinline)) void csr_write_op(struct nm_hart *h,
   write_csr(h, e, csr, old, val);
 }
 
+void nm_clear_usip(struct nm_hart *h, const struct nm_env *e) {
+  // csr_write_op with op CSRRC and src USIP: only the software bit takes part,
+  // and write_uip clears it only if it was set and is U's.
+  uint64_t soft = __atomic_load_n(&h->uip, __ATOMIC_SEQ_CST);
+  write_uip(h, e, soft, soft & ~NM_USIP);
+}
+
 int nm_csr_access(struct nm_hart *h, const struct nm_env *e, uint32_t csr, int op,
                   uint64_t src, int write, uint64_t *old) {
   if (op < NM_CSRRW || op > NM_CSRRC || read_csr(h, e, csr, old) != 0)

@@ -93,6 +93,10 @@ uint64_t nm_u_ideleg(const struct nm_hart *h, const struct nm_env *e);
 uint64_t nm_uip(const struct nm_hart *h, const struct nm_env *e);
 // S-mode (or a post from another hart) sets pending bits by hand.
 void nm_raise(struct nm_hart *h, uint64_t bits);
+// Exactly `csrc uip, USIP` (rd = x0) from U, which may always access uip: the
+// kernel's SYS_uintr_ret does it on every emulated handler's return, and the
+// general CSR path (read, then the write half) cost about 100 instructions.
+void nm_clear_usip(struct nm_hart *h, const struct nm_env *e);
 
 // Read CSR csr into *val. Returns 0, or -1 if it is not an N CSR or the
 // privilege is too low (the instruction is then illegal).

@@ -88,7 +88,7 @@ static enum run_end run_thread(struct thread *t) {
     __atomic_store_n(&t->on_hart, (int)this_hart()->index, __ATOMIC_SEQ_CST);
     if (p->ring_waiting)
       ring_flush(t);            // completions that waited for ring space
-    uintr_deliver(t);
+    uintr_deliver(t, &t->ui);
     TRACE_THREAD(TR_UENTER, t, 0, 0);
     enter_user(&t->uc);
     uintr_trap(t);

@@ -58,6 +58,8 @@ struct worker {                // (syswork_start sets every field: keep it in st
 _Static_assert(sizeof(struct worker) <= 256, "struct worker outgrew its kmalloc class");
 // syswork_start sets each field by name: a new field must be set there too.
 _Static_assert(sizeof(struct worker) == 256, "struct worker changed: update syswork_start");
+// ... and copies struct sysargs field by field.
+_Static_assert(sizeof(struct sysargs) == 13 * 8, "struct sysargs changed: update syswork_start");
 _Static_assert(sizeof(struct worker) >= RING_SPARE_BYTES, "a worker is ring_complete's spare");
 
 // The polling kernel thread of a KMODE_POLLER process.
@@ -463,10 +465,19 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   w->link.kcid = 0;
   w->t = t;
   w->p = p;
-  w->sa = *sa;
-  for (int i = 0; i < 6; i++)    // its own copy: t's registers move on
-    w->sa.args[i] = sa->a[i];
-  w->sa.a = w->sa.args;
+  // sa's own args[] are unset (the trap's sa points at t's registers): a
+  // copy of the whole struct, then of the arguments, moved them twice.
+  w->sa.nr = sa->nr;
+  const uint64_t *a = sa->a;
+  uint64_t *args = w->sa.args;   // its own copy: t's registers move on
+  args[0] = a[0], args[1] = a[1], args[2] = a[2];
+  args[3] = a[3], args[4] = a[4], args[5] = a[5];
+  w->sa.a = args;
+  w->sa.call = sa->call;
+  w->sa.wq = sa->wq;
+  w->sa.deadline = sa->deadline;
+  w->sa.sock = sa->sock;
+  w->sa.file = sa->file;
   w->cid = cid;
   w->prio = prio;
   w->woken = 0;

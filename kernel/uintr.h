@@ -70,12 +70,12 @@ void uintr_emul_deliver(struct thread *t);
 // Just before t returns to U-mode (interrupts off): make its N state current
 // (emulated: enter its handler if an interrupt is pending and enabled;
 // native: load the u-CSRs unless they still are in this hart, and hand over
-// a pending USIP).
-static inline void uintr_deliver(struct thread *t) {
+// a pending USIP). ui is &t->ui (struct thread is not complete here).
+static inline void uintr_deliver(struct thread *t, const struct uintr_state *ui) {
   if (uintr_native_harts)
     uintr_native_enter(t);
-  else
-    uintr_emul_deliver(t);
+  else if (__atomic_load_n(&ui->n.uip, __ATOMIC_RELAXED))
+    uintr_emul_deliver(t);       // (nothing pending, the common case: no call)
 }
 // Just after each trap out of U-mode (interrupts off): native: a USIP the
 // handler has not taken goes back into t's record, where the kernel looks for

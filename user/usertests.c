@@ -301,6 +301,48 @@ static void test_uintr_recv(void) {
   check("uintr-recv-same-again", raw_syscall(SYS_uintr_recv, -1, -1, -1), va);
 }
 
+// SYS_uintr_ret (emulated backend) returns to uepc with a0 and a7 taken from
+// the frame just below sp: with two loads when that frame is aligned within
+// one page, through a copy when it crosses a page or is unaligned. Each case
+// sets uepc (an emulated csrw) to the instruction after the ecall and puts
+// known values where the handler would have left a0 and a7.
+static char ret_frames[3 * 4096] __attribute__((aligned(4096)));
+
+static void uintr_ret_case(const char *name, char *at) {
+  uint64_t want_a0 = 0x1234567890abcdefUL ^ (uint64_t)at, want_a7 = 0x0fedcba987654321UL;
+  memcpy(at + 64 - UINTR_RET_A0_OFF, &want_a0, 8);
+  memcpy(at + 64 - UINTR_RET_A7_OFF, &want_a7, 8);
+  uint64_t ustatus;
+  __asm__ volatile("csrr %0, 0x000" : "=r"(ustatus));   // (uret changes UIE/UPIE)
+  register uint64_t a0 __asm__("a0");
+  register uint64_t a7 __asm__("a7") = SYS_uintr_ret;
+  __asm__ volatile("la t0, 1f\n"
+                   "csrw 0x041, t0\n"                  // uepc
+                   "mv t1, sp\n"
+                   "mv sp, %2\n"
+                   "ecall\n"
+                   "1: mv sp, t1\n"
+                   : "=r"(a0), "+r"(a7)
+                   : "r"((uint64_t)(at + 64))
+                   : "t0", "t1", "memory");
+  uint64_t got_a0 = a0, got_a7 = a7;
+  __asm__ volatile("csrw 0x000, %0" :: "r"(ustatus));
+  char what[48];
+  snprintf(what, sizeof what, "uintr-ret-%s-a0", name);
+  check(what, (long)got_a0, (long)want_a0);
+  snprintf(what, sizeof what, "uintr-ret-%s-a7", name);
+  check(what, (long)got_a7, (long)want_a7);
+}
+
+static void test_uintr_ret(void) {
+  section("SYS_uintr_ret's frame");
+  if (kstat(KSTAT_UINTR_NATIVE) == 1)
+    return;                      // native: uret is an instruction, the call is refused
+  uintr_ret_case("in-page", ret_frames + 4096 + 128);
+  uintr_ret_case("page-crossing", ret_frames + 2 * 4096 - 32);
+  uintr_ret_case("unaligned", ret_frames + 4096 + 132);
+}
+
 static void test_nosys(void) {
   section("unknown system calls");
   check("syscall-0", raw_syscall(0, 0, 0, 0), -ENOSYS);
@@ -1021,8 +1063,10 @@ int main(int argc, char *argv[]) {
     test_basics();
   if (want("nosys"))
     test_nosys();
-  if (want("uintr"))
+  if (want("uintr")) {
     test_uintr_recv();
+    test_uintr_ret();
+  }
   if (want("sleep"))
     test_sleep();
   int on_heap = want("rw") || want("pipe") || want("spawn-errors") || want("wait");

@@ -120,6 +120,27 @@ static void uip_post_not_lost(void) {
   CHECK_EQ(h.uip, NM_USIP);
 }
 
+// nm_clear_usip (SYS_uintr_ret's shortcut) is `csrc uip, USIP` from U in
+// every state: USIP set or not, delegated to U or not, other bits pending.
+static void clear_usip_is_csrc(void) {
+  struct nm_env u = m_all;
+  u.priv = NM_PRIV_U;
+  uint64_t delegations[] = { 0, NM_USIP, NM_U_INTS, NM_UTIP };
+  uint64_t pendings[] = { 0, NM_USIP, NM_UTIP | NM_UEIP, NM_U_INTS };
+  for (int d = 0; d < 4; d++)
+    for (int i = 0; i < 4; i++) {
+      struct nm_hart a = { 0 }, b;
+      delegate(&a, m_all, delegations[d], 0);
+      a.uip = pendings[i];
+      b = a;
+      uint64_t old;
+      CHECK_EQ(nm_csr_access(&a, &u, NM_CSR_UIP, NM_CSRRC, NM_USIP, 1, &old), 0);
+      nm_clear_usip(&b, &u);
+      CHECK_EQ(b.uip, a.uip);
+      CHECK_EQ(b.uip & NM_USIP, (delegations[d] & NM_USIP) ? 0 : (pendings[i] & NM_USIP));
+    }
+}
+
 // sideleg bits that M did not delegate cannot be set; uie/uip hide them.
 static void sideleg_outside_mideleg(void) {
   struct nm_hart h = { 0 };
@@ -264,6 +285,7 @@ CHECK_MAIN_BEGIN("test_nmodel")
   RUN_TEST(csr_masks);
   RUN_TEST(csr_ops);
   RUN_TEST(uip_post_not_lost);
+  RUN_TEST(clear_usip_is_csrc);
   RUN_TEST(sideleg_outside_mideleg);
   RUN_TEST(stale_sedeleg);
   RUN_TEST(priority_and_priv);
