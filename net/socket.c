@@ -244,11 +244,9 @@ int sock_listen(struct socket *s, int backlog) {
 }
 
 static void abort_conn(struct socket *c) {
-  if (c->pcb) {
-    tcp_err(c->pcb, 0);
-    tcp_abort(c->pcb);         // a reset to the peer
-    c->pcb = 0;
-  }
+  struct tcp_pcb *pcb = detach(c);
+  if (pcb)
+    tcp_abort(pcb);            // a reset to the peer
   put_locked(c);
 }
 
