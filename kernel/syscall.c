@@ -482,11 +482,6 @@ int syscall_fast(struct thread *t) {
   return 0;
 }
 
-// A synchronous call of t must wait (its handler returned WOULD_BLOCK). Its
-// result, if it is over after all, or WOULD_BLOCK: t is T_BLOCKED and belongs
-// to whoever wakes it (its waker, or the call's kernel coroutine). From the
-// moment t can be woken it may run (and p even exit and free its page table)
-// on another hart: the hart leaves p's address space first.
 // Try a parked call again (syswork_unpark gave it back to sa). Not
 // registered first: it was woken, so it most likely completes, and if not,
 // wait_for registers and tries once more.
@@ -496,6 +491,11 @@ static long try_again(struct thread *t, struct sysargs *sa) {
   return sa->call(t, sa, 0);
 }
 
+// A synchronous call of t must wait (its handler returned WOULD_BLOCK). Its
+// result, if it is over after all, or WOULD_BLOCK: t is T_BLOCKED and belongs
+// to whoever wakes it (its waker, or the call's kernel coroutine). From the
+// moment t can be woken it may run (and p even exit and free its page table)
+// on another hart: the hart leaves p's address space first.
 static long wait_for(struct thread *t, struct sysargs *sa) {
   struct proc *p = t->proc;
   long r;
