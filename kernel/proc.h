@@ -79,6 +79,8 @@ struct thread {
   cid_t worker;                   // kernel coroutine serving its blocking call, or 0
   struct thread_park park;        // or its blocking call parked on a wait queue (no coroutine)
   struct waitq uwait;             // uwait() sleeps here
+  int in_uwait;                   // it does (atomic): uwait_kick_siblings may wake it
+  int uwait_kicked;               // ... and has: a sibling saw ready user work
   struct thread *rq_next;         // run-queue link
 };
 
@@ -96,6 +98,7 @@ struct proc {
   int nactive;                    // T_RUNNABLE or T_RUNNING (atomic; thread_set_state)
   uint32_t pub_prio;              // the priority prio_publish ranks it at, or PRIO_UNRANKED
   int nthreads;                   // threads[0, nthreads) are allocated and have been used: loops stop there
+  int uwaiters;                   // threads asleep in uwait (atomic; every kernel entry looks)
   int exit_code;                  // status the process ends with once all threads stop
   struct waitq thread_done;       // thread_join and exit wait here
   struct spinlock lock;           // state, killed, parent/child links

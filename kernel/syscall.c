@@ -353,6 +353,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return timer_live();
   case KSTAT_HEAP_PAGES:
     return (long)proc_heap_pages();
+  case KSTAT_HARTS:
+    return __atomic_load_n(&nharts_online, __ATOMIC_RELAXED);
   case KSTAT_CACHE_BYTES:
   case KSTAT_CACHE_OBJECTS: {
     uint64_t bytes, objects;
@@ -394,6 +396,15 @@ static long sys_thread_join(struct thread *t, struct sysargs *sa, int may_block)
 // executor has a ready coroutine by now, return at once: the user-interrupt
 // handler may have run (and woken one) between the runtime's look at its
 // queues and this call, and then no interrupt is pending to end the wait.
+//
+// A process with several executor threads (alloc_cpu): a thread that sleeps
+// here is woken, too, when a sibling enters the kernel while the executor has
+// ready coroutines (uwait_kick_siblings): a wake in user space queues a
+// coroutine with no system call, and the kernel sees it in the executor's
+// bitmap (COPS). So an idle thread comes back to take a share of the work
+// without polling. Announced (uwaiters) before the bitmap is looked at, both
+// sequentially consistent: either the look here sees the bitmap a sibling
+// set, or that sibling's next kernel entry sees this thread waiting.
 static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)sa;
@@ -401,8 +412,29 @@ static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
     return 0;
   if (!may_block)
     return WOULD_BLOCK;
-  KCO_WAIT_UNTIL(&t->uwait, uintr_pending(t) || p->killed);
+  __atomic_store_n(&t->uwait_kicked, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&t->in_uwait, 1, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
+  KCO_WAIT_UNTIL(&t->uwait, uintr_pending(t) || p->killed || prio_user_has_ready(p) ||
+                                __atomic_load_n(&t->uwait_kicked, __ATOMIC_SEQ_CST));
+  __atomic_fetch_sub(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&t->in_uwait, 0, __ATOMIC_SEQ_CST);
   return p->killed ? -EINTR : 0;
+}
+
+void uwait_kick_siblings(struct thread *self) {
+  struct proc *p = self->proc;
+  if (!prio_user_has_ready(p))
+    return;
+  int n = __atomic_load_n(&p->nthreads, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) {
+    struct thread *s = p->threads[i];
+    if (s && s != self && __atomic_load_n(&s->in_uwait, __ATOMIC_SEQ_CST) &&
+        !__atomic_exchange_n(&s->uwait_kicked, 1, __ATOMIC_SEQ_CST)) {
+      waitq_wake_all(&s->uwait);
+      return;                    // one at a time: it may take all there is
+    }
+  }
 }
 
 // setkmode(mode): how the kernel serves this process's calls that must wait

@@ -433,14 +433,16 @@ static int run_loop(void) {
       struct cops_thread *self = me();
       prev = 0;
       *RUNNING_PRIO = COPS_NPRIO;
-      if (self->pending_ops > 0) {
-        // Nothing ready, but this thread's async calls are out: sleep in the
-        // kernel until a completion raises a user interrupt in this thread.
+      if (self->pending_ops > 0 || nhelpers > 0) {
+        // Nothing ready: sleep in the kernel until a completion raises a user
+        // interrupt in this thread or, with several executor threads, until
+        // another of them enters the kernel while coroutines are ready (it
+        // may have woken them with no system call: sys_uwait). No polling.
         uwait();
         continue;
       }
-      if (nhelpers > 0 || ninflight > 0) {
-        // Another thread may still make work (or complete someone's call).
+      if (ninflight > 0) {
+        // (One thread, and a completion on its way in: the handler is due.)
         sleep(1);
         continue;
       }

@@ -4,6 +4,9 @@
 // other thread than the one main is blocking must complete through that
 // thread's interrupt, and the executor's invariants must hold afterwards.
 // (Coroutines move between threads freely: main itself may run on either.)
+// Last, an idle thread must come back for work that appears with no system
+// call: the kernel wakes it from uwait when its sibling enters the kernel
+// (here: its timer ticks) while the executor has ready coroutines.
 #include "cops.h"
 #include "ulib.h"
 #include "utest.h"
@@ -55,6 +58,13 @@ static void async_on_helper(void *arg) {
   cops_wake(main_cid);
 }
 
+static volatile int kicked_ran, kicked_thread = -1;
+static void kicked(void *arg) {
+  (void)arg;
+  kicked_thread = cops_thread_index();
+  kicked_ran = 1;
+}
+
 int main(void) {
   utest_prog = "cputest";
   main_cid = cops_current();
@@ -84,6 +94,16 @@ int main(void) {
     cops_block();
   check("async-on-the-other-thread", async_thread != blocked_thread, 1);
   check("async-on-the-other-thread-result", async_result, 0);
+  // The other thread has nothing to do now: it sleeps in uwait. Make a
+  // coroutine ready (a spawn: no system call) and keep this thread busy in
+  // U-mode, so that only the other one can run it.
+  int busy_thread = cops_thread_index();
+  cops_spawn_stackful(kicked, 0, 3);
+  long until = uptime() + 10000;     // (uptime is answered in the trap: no switcher)
+  while (!kicked_ran && uptime() < until)
+    ;
+  check("idle-thread-kicked", kicked_ran, 1);
+  check("idle-thread-kicked-other-thread", kicked_thread != busy_thread, 1);
   char why[128];
   check("invariants", cops_check(why, sizeof why), 0);
   return utest_summary();
