@@ -1,7 +1,7 @@
 // matrixd: the matrix-echo server of the COPS evaluation (paper section 5).
 //
 //   matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod]
-//           [-c max_conns] [-F max_inflight] [-q] [-S] [-R N]
+//           [-c max_conns] [-F max_inflight] [-t threads] [-q] [-S] [-R N]
 //
 //   -m  the model (below; default kcuc)        -p  the TCP port (80)
 //   -n  the largest n accepted (32, at most MP_MAX_N_LIMIT)
@@ -18,6 +18,9 @@
 //       buffers, request, reply) is then bounded by this, not by the
 //       connections, and a new connection is refused while free memory is
 //       below what that many requests need (user/matrixd_uc.c).
+//   -t  UC models: executor threads (default: one per hart online, kstat
+//       KSTAT_HARTS; at most 8). Coroutines then run on several harts at
+//       once; user/matrixd_uc.c says how its state stays consistent.
 //   -q  print only the lines below (no warnings).
 //   -R N  print "matrixd: open=C free_pages=F kmalloc_bytes=B heap_bytes=H"
 //       at start (C = 0) and whenever C, the connections open, reaches a
@@ -55,7 +58,7 @@ static const char *const model_names[] = { "KCUC", "KCUT", "KTUT", "KTUC" };
 
 static void usage(void) {
   fprintf(STDERR, "usage: matrixd [-m kcuc|kcut|ktut|ktuc] [-p port] [-n max_n] [-P same|mod] "
-                  "[-c max_conns] [-q] [-S] [-R N]\n");
+                  "[-c max_conns] [-F max_inflight] [-t threads] [-q] [-S] [-R N]\n");
 }
 
 static int lower_eq(const char *a, const char *b) {
@@ -141,6 +144,11 @@ static int parse_args(int argc, char **argv) {
       if ((x = number(v, 0, NOFILE_MAX)) < 0)
         return -1;
       md_cfg.max_inflight = (int)x;
+      break;
+    case 't':
+      if ((x = number(v, 1, MD_MAX_THREADS)) < 0)
+        return -1;
+      md_cfg.threads = (int)x;
       break;
     default:
       return -1;

@@ -32,8 +32,10 @@ struct md_config {
   int quiet;          // -q: only the lines tests parse
   int stack_report;   // -S: measure the coroutines' stacks, report with each idle line
   long report_every;  // -R N: report memory at every N-th connection open at once
+  int threads;        // -t: UC executor threads (0: one per hart online)
 };
 extern struct md_config md_cfg;
+#define MD_MAX_THREADS 8    // -t: UC executor threads (the executor's lanes)
 
 // Usable user priorities: COPS priority 0 belongs to the kernel (the kernel
 // clamps async calls to [1, COPS_NPRIO-1]), so connections get 1..COPS_NPRIO-1.

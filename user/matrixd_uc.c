@@ -9,14 +9,67 @@
 // connection run at its priority, and cops_async passes that priority to the
 // kernel with each call.
 //
-// Everything here runs on the process's one executor thread, so coroutines
-// interleave only where one blocks (cops_block, cops_async) or yields: the
-// queues and counters need no locks. Standing coroutines besides the
-// connections: the accept loop, the watchdog (stalled requests, senders stuck
-// on a peer that does not read) and main, which reports when the server is idle.
+// The code below changes the server's state (queues, connection records, the
+// lists of slots and watched connections) as if it ran on one thread:
+// coroutines interleave only where one waits (uc_block, uc_async). With one
+// executor thread that is simply true. With several (-t; by default one per
+// hart), every coroutine here holds one lock while it runs, and lets go of it
+// only while it waits, while its receiver parses what came (the connection's
+// own parser; what others look at of it is copied out under the lock:
+// ps_idle, ps_buffered) and while its handler answers a request (md_handle:
+// the multiply and the formatting). Parsing and answering are most of a
+// request's work, so they run on every hart at once, and the bookkeeping stays
+// as simple as on one thread. Standing coroutines besides
+// the connections: the accept loop, the watchdog (stalled requests, senders
+// stuck on a peer that does not read) and main, which reports when the server
+// is idle.
 #include "matrixd.h"
 
 #define WATCHDOG_MS 250
+
+// ---- the server's lock (several executor threads) ----
+// A spinlock that gives the hart up after a short spin (ulock, user/uthread.c),
+// held only for bookkeeping: a few hundred instructions between one wait and
+// the next, or between a wait and the parse or the answer. A coroutine mutex
+// (the CES lock form, user/cops.h) was tried first, held over the parse too:
+// a coroutine that found it taken blocked, the unlock handed it to a
+// coroutine that first had to be dispatched, and meanwhile every other
+// coroutine queued behind it (docs/results/smp-matrixd.md). With one executor
+// thread the lock is never taken.
+static volatile int server_lock;
+static int lock_on;
+
+static void lock(void) {
+  if (lock_on)
+    ulock_acquire(&server_lock);
+}
+
+static void unlock(void) {
+  if (lock_on)
+    ulock_release(&server_lock);
+}
+
+// The only ways a coroutine here waits: the lock is let go meanwhile. A wake
+// that comes between the unlock and the block is not lost (the executor
+// remembers it), and every wait here is a loop on the state it waits for.
+static void uc_block(void) {
+  unlock();
+  cops_block();
+  lock();
+}
+
+static long uc_async(uint64_t nr, long a0, long a1, long a2) {
+  unlock();
+  long r = cops_async(nr, a0, a1, a2);
+  lock();
+  return r;
+}
+
+static void uc_yield(void) {
+  unlock();
+  cops_yield();
+  lock();
+}
 
 // A FIFO of messages with at most one waiting coroutine. `closed`: nothing
 // more will be put; get returns NULL once it is empty.
@@ -41,6 +94,9 @@ struct uconn {
   int in_recv;                 // the receiver is inside recv: its parser is idle
   int in_send;
   long send_since;
+  int ps_idle, ps_buffered;    // md_parse_idle and mp_buffered of ps, as of the
+                               // receiver's last parse (others must not read ps:
+                               // with several threads it parses unlocked)
   char first;                  // an idle connection's one-byte receive (receiver)
   int slot;                    // holds one of the requests-in-flight slots (below)
   int slot_waiting;            // its receiver waits for one, linked in slot_waiters
@@ -101,7 +157,7 @@ static int slot_take(struct uconn *c) {
     slot_waiters = c;
   slot_waiters_tail = c;
   while (c->slot_waiting && !c->dying)
-    cops_block();
+    uc_block();
   if (c->slot_waiting)         // dying: leave the queue
     slot_unwait(c);
   return c->slot ? 0 : -1;
@@ -110,7 +166,7 @@ static int slot_take(struct uconn *c) {
 // Give c's slot back if it holds one and is done with it (or force: it ends);
 // the first waiter gets it.
 static void slot_give(struct uconn *c, int force) {
-  if (!c->slot || (!force && (!md_parse_idle(&c->ps) || c->outstanding)))
+  if (!c->slot || (!force && (!c->ps_idle || c->outstanding)))
     return;
   c->slot = 0;
   struct uconn *w = slot_waiters;
@@ -125,13 +181,17 @@ static void slot_give(struct uconn *c, int force) {
 
 // ---- queues ----
 
-static void q_put(struct uq *q, struct md_msg *m) {
+static void msg_append(struct md_msg **head, struct md_msg **tail, struct md_msg *m) {
   m->next = 0;
-  if (q->tail)
-    q->tail->next = m;
+  if (*tail)
+    (*tail)->next = m;
   else
-    q->head = m;
-  q->tail = m;
+    *head = m;
+  *tail = m;
+}
+
+static void q_put(struct uq *q, struct md_msg *m) {
+  msg_append(&q->head, &q->tail, m);
   if (q->waiter) {
     cid_t w = q->waiter;
     q->waiter = 0;
@@ -156,7 +216,7 @@ static struct md_msg *q_get(struct uconn *c, struct uq *q) {
     if (q->closed || c->dying)
       return NULL;
     q->waiter = cops_current();
-    cops_block();
+    uc_block();
     q->waiter = 0;
   }
   struct md_msg *m = q->head;
@@ -210,7 +270,13 @@ static void watch_set(struct uconn *c, int on) {
 }
 
 // Call whenever what the watchdog looks at may have changed.
-static void watch(struct uconn *c) { watch_set(c, !c->dying && (mp_buffered(&c->ps.p) || c->in_send)); }
+static void watch(struct uconn *c) { watch_set(c, !c->dying && (c->ps_buffered || c->in_send)); }
+
+// After the receiver's parse, or the watchdog's stall rule, changed ps.
+static void ps_note(struct uconn *c) {
+  c->ps_idle = md_parse_idle(&c->ps);
+  c->ps_buffered = mp_buffered(&c->ps.p) != 0;
+}
 
 static void conn_free(struct uconn *c) {
   if (c->slot_waiting)
@@ -250,9 +316,21 @@ static void emit_rx(void *ctx, struct md_msg *m) {
   q_put(&c->rxq, m);
 }
 
+// The receiver parses without the lock: what the parse makes is kept in a
+// list of its own, and handed to the connection (emit_rx) once it has the
+// lock back.
+struct parsed {
+  struct md_msg *head, *tail;
+};
+
+static void emit_parsed(void *ctx, struct md_msg *m) {
+  struct parsed *l = ctx;
+  msg_append(&l->head, &l->tail, m);
+}
+
 // Receive buffers (MD_RECV_BYTES), taken only for a receive into a connection
-// that is in the middle of a message. One is kept spare for the next receive;
-// everything here runs on one executor thread, so no lock.
+// that is in the middle of a message. One is kept spare for the next receive
+// (under the lock).
 static char *rx_spare;
 
 static char *rx_get(void) {
@@ -277,17 +355,18 @@ static void rx_put(char *b) {
 // one receive more per request, for bytes that are already there.
 static void receiver(void *arg) {
   struct uconn *c = arg;
+  lock();
   while (!c->dying) {
     // Back-pressure: a peer that sends but does not read gets no more than
     // MD_MAX_OUTSTANDING replies queued for it.
     while (c->outstanding >= MD_MAX_OUTSTANDING && !c->dying) {
       c->rx_throttled = 1;
-      cops_block();
+      uc_block();
       c->rx_throttled = 0;
     }
     if (c->dying)
       break;
-    int idle = md_parse_idle(&c->ps);
+    int idle = c->ps_idle;
     long want = idle ? 1 : md_recv_size(&c->ps);
     char *buf = idle ? &c->first : rx_get();
     if (!buf) {
@@ -295,7 +374,7 @@ static void receiver(void *arg) {
       break;
     }
     c->in_recv = 1;
-    long r = cops_async(SYS_recv, c->fd, (long)buf, want);
+    long r = uc_async(SYS_recv, c->fd, (long)buf, want);
     c->in_recv = 0;
     if (c->dying || r <= 0) {
       if (!idle)
@@ -311,7 +390,15 @@ static void receiver(void *arg) {
     if (idle && slot_take(c) < 0)   // a new message: its requests in flight
       break;
     int prio = c->prio;
-    int f = md_parse_feed(&c->ps, buf, (size_t)r, md_more_pending(want, r), emit_rx, c, &prio);
+    struct parsed got = { 0, 0 };
+    unlock();
+    int f = md_parse_feed(&c->ps, buf, (size_t)r, md_more_pending(want, r), emit_parsed, &got, &prio);
+    lock();
+    ps_note(c);
+    for (struct md_msg *m = got.head, *next; m; m = next) {
+      next = m->next;
+      emit_rx(c, m);
+    }
     if (!idle)
       rx_put(buf);
     slot_give(c, 0);             // (nothing came of it, or all of it is answered)
@@ -329,33 +416,42 @@ static void receiver(void *arg) {
   }
   md_stack_note(0);
   conn_put(c);
+  unlock();
 }
 
 static void handler(void *arg) {
   struct uconn *c = arg;
   struct md_msg *m;
+  lock();
   while ((m = q_get(c, &c->rxq)) != NULL) {
-    if (m->kind == MD_REQUEST && (m = md_handle(m)) == NULL) {
-      conn_kill(c);
-      break;
+    if (m->kind == MD_REQUEST) {
+      unlock();                  // the answer needs nothing shared
+      m = md_handle(m);
+      lock();
+      if (!m) {
+        conn_kill(c);
+        break;
+      }
     }
     q_put(&c->txq, m);
   }
   q_close(&c->txq);
   md_stack_note(1);
   conn_put(c);
+  unlock();
 }
 
 static void sender(void *arg) {
   struct uconn *c = arg;
   struct md_msg *m;
+  lock();
   while ((m = q_get(c, &c->txq)) != NULL) {
     size_t off = 0;
     while (off < m->len && !c->dying) {
       c->in_send = 1;
       c->send_since = uptime();
       watch(c);
-      long r = cops_async(SYS_send, c->fd, (long)(m->text + off), (long)(m->len - off));
+      long r = uc_async(SYS_send, c->fd, (long)(m->text + off), (long)(m->len - off));
       c->in_send = 0;
       watch(c);
       if (r <= 0) {
@@ -378,6 +474,7 @@ static void sender(void *arg) {
   c->dying = 1;
   md_stack_note(2);
   conn_put(c);
+  unlock();
 }
 
 // ---- standing coroutines ----
@@ -392,12 +489,13 @@ static struct uconn *conn_new(int fd, long index) {
     return NULL;
   }
   c->fd = fd;
+  c->ps_idle = 1;
   c->prio = md_policy_prio(index);
   md_count(&md_tot.open, 1);
   static void (*const parts[3])(void *) = { receiver, handler, sender };
   static const size_t stacks[3] = { MD_STACK_RECEIVER, MD_STACK_HANDLER, MD_STACK_SENDER };
-  // The acceptor does not block between these spawns, so none of the new
-  // coroutines runs before refs and the cids are all set.
+  // The acceptor does not wait between these spawns (and holds the lock), so
+  // none of the new coroutines runs before refs and the cids are all set.
   for (int i = 0; i < 3; i++) {
     int64_t cid = cops_spawn_stackful_sized(parts[i], c, (uint32_t)c->prio, stacks[i]);
     if (cid < 0) {
@@ -428,10 +526,11 @@ static long reserve_pages(void) {
 
 static void acceptor(void *arg) {
   (void)arg;
+  lock();
   int complained = 0;
   long reserve = reserve_pages();
   for (;;) {
-    long fd = cops_async(SYS_accept, lfd, 0, 0);
+    long fd = uc_async(SYS_accept, lfd, 0, 0);
     if (fd == -EMFILE) {
       md_count(&md_tot.refused, 1);          // the kernel reset it: no descriptor
       continue;
@@ -439,7 +538,7 @@ static void acceptor(void *arg) {
     if (fd < 0) {
       if (!complained++)
         md_log("matrixd: accept failed: %ld %s (retrying)\n", fd, errname(fd));
-      cops_async(SYS_sleep, 100, 0, 0);
+      uc_async(SYS_sleep, 100, 0, 0);
       continue;
     }
     complained = 0;
@@ -462,15 +561,16 @@ static void acceptor(void *arg) {
 
 static void watchdog(void *arg) {
   (void)arg;
+  lock();
   for (;;) {
     // With no connection there is nothing to watch: wait without a timer in
     // the kernel, so the idle counters match the baseline.
     while (md_get(&md_tot.open) == 0) {
       watchdog_parked = 1;
-      cops_block();
+      uc_block();
     }
     watchdog_parked = 0;
-    cops_async(SYS_sleep, WATCHDOG_MS, 0, 0);
+    uc_async(SYS_sleep, WATCHDOG_MS, 0, 0);
     long now = uptime();
     for (struct uconn *c = watched, *next; c; c = next) {
       next = c->next;          // (a stall may take c off the list)
@@ -478,11 +578,13 @@ static void watchdog(void *arg) {
         continue;
       // The receiver is parked in recv and its parser holds part of a
       // request that has not grown for MD_STALL_MS: answer "incomplete request".
-      if (c->in_recv && mp_buffered(&c->ps.p) && now - c->ps.last_rx >= MD_STALL_MS) {
+      if (c->in_recv && c->ps_buffered && now - c->ps.last_rx >= MD_STALL_MS) {
         int prio = c->prio;
         // (A "close connection" that only the stall completes ends the
         // connection at once: the receiver is parked in recv.)
-        if (md_parse_stall(&c->ps, emit_rx, c, &prio) != MD_FEED_OK)
+        int f = md_parse_stall(&c->ps, emit_rx, c, &prio);
+        ps_note(c);
+        if (f != MD_FEED_OK)
           conn_kill(c);
         else if (prio != c->prio)
           set_prio(c, prio);
@@ -494,11 +596,25 @@ static void watchdog(void *arg) {
   }
 }
 
-static void nap(long ms) { cops_async(SYS_sleep, ms, 0, 0); }
+static void nap(long ms) { uc_async(SYS_sleep, ms, 0, 0); }
+
+// Executor threads to run: -t, or one per hart online.
+static int thread_count(void) {
+  long n = md_cfg.threads ? md_cfg.threads : kstat(KSTAT_HARTS);
+  return n < 1 ? 1 : n > MD_MAX_THREADS ? MD_MAX_THREADS : (int)n;
+}
 
 int md_run_uc(int listen_fd) {
   lfd = listen_fd;
   main_cid = cops_current();
+  int threads = thread_count();
+  if (threads > 1) {
+    lock_on = 1;
+    lock();
+    // Before the baseline, so that the threads' kernel records are in it.
+    threads = 1 + cops_alloc_cpu(threads - 1);
+  }
+  md_log("matrixd: %d executor thread%s\n", threads, threads == 1 ? "" : "s");
   int64_t a = cops_spawn_stackful(acceptor, 0, MD_PRIO_BEST);
   int64_t w = cops_spawn_stackful(watchdog, 0, MD_PRIO_BEST);
   if (a < 0 || w < 0) {
@@ -509,11 +625,11 @@ int md_run_uc(int listen_fd) {
   // Both are better than main: this yield lets the acceptor submit its accept
   // (which waits in the kernel from now on) and the watchdog park, so the
   // baseline counts the standing state the idle reports return to.
-  cops_yield();
+  uc_yield();
   md_print_baseline(nap);
   for (;;) {
     while (!idle_due)
-      cops_block();
+      uc_block();
     idle_due = 0;
     // Compare only while the watchdog is parked: then no timer of ours is
     // pending in the kernel, as at the baseline.
