@@ -497,8 +497,9 @@ void proc_terminate(struct proc *p, int status) {
   // next trap (a tick at the latest).
   for (int i = 0; i < p->nthreads; i++) {
     struct thread *t = p->threads[i];
-    if (t && t->worker)
-      kco_wake(t->worker);
+    cid_t worker = t ? __atomic_load_n(&t->worker, __ATOMIC_SEQ_CST) : 0;
+    if (worker)
+      kco_wake(worker);       // (a worker that names itself later sees `killed`)
     else if (t)
       thread_park_kick(t);           // (does nothing unless a call of t is parked)
   }

@@ -76,7 +76,8 @@ struct thread {
   int exit_status;                // thread_exit's status, for thread_join
   struct uintr_state ui;          // shadow u-CSRs (emulated backend)
   int on_hart;                    // hart index while in U-mode, else -1
-  cid_t worker;                   // kernel coroutine serving its blocking call, or 0
+  cid_t worker;                   // kernel coroutine serving its blocking call (it names
+                                  // itself here before it first waits: publish_worker), or 0
   struct thread_park park;        // or its blocking call parked on a wait queue (no coroutine)
   struct waitq uwait;             // uwait() sleeps here
   int in_uwait;                   // it does (atomic): uwait_kick_siblings may wake it

@@ -182,9 +182,24 @@ static long attempt(struct worker *w, cid_t waker) {
 }
 
 // ---- KMODE_COROUTINE: a stackless kernel coroutine per call ----
+// A synchronous call's worker names itself in t->worker, where an exit finds
+// it (proc_terminate sets `killed`, then wakes t->worker), before it first
+// waits; then it looks at `killed` (both sequentially consistent: one of the
+// two sides sees the other). Not the submitter after the spawn: the worker may
+// already have finished by then and the thread made another call, whose worker
+// that late store hid from the exit. (Seen: a thread asleep in uwait for good
+// after its process had exited, native cestest at 4 harts, 2 runs in 40.)
+// Returns 1 if the process is being killed.
+static int publish_worker(struct worker *w) {
+  __atomic_store_n(&w->t->worker, kco_current(), __ATOMIC_SEQ_CST);
+  return __atomic_load_n(&w->p->killed, __ATOMIC_SEQ_CST);
+}
+
 static int stackless_poll(void *arg) {
   struct worker *w = arg;
   long r = attempt(w, kco_current());
+  if (r == WOULD_BLOCK && !w->cid && w->t->worker != kco_current() && publish_worker(w))
+    r = attempt(w, kco_current());     // -EINTR
   if (r == WOULD_BLOCK && w->cid && !w->link.kcid) {
     // Its first wait: from now on an exit must be able to wake it, so it goes
     // on p->async_workers. (Not before: a call that completes at its first
@@ -269,6 +284,8 @@ static void stackful_main(void *arg) {
   struct worker *w = arg;
   if (w->cid)
     proc_async_register(w->p, &w->link, kco_current());
+  else
+    publish_worker(w);             // (its call's waits test `killed`)
   long r = w->sa.call(w->t, &w->sa, 1);
   if (w->cid)
     proc_async_unregister(w->p, &w->link);
@@ -510,8 +527,6 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
     worker_free(w);
     return kcid == -EINTR ? -EINTR : -ENOMEM;
   }
-  if (!cid && kcid > 0)
-    t->worker = (cid_t)kcid;
   sa->sock = 0;                  // w holds the call's references now
   sa->file = 0;
   return 0;

@@ -65,7 +65,30 @@ static void kicked(void *arg) {
   kicked_ran = 1;
 }
 
-int main(void) {
+// cputest --exit-idle: three more executor threads, idle, and main returns
+// at once: the exit's own trap wakes the idle threads (uwait's kick), which
+// go back to sleep while the process is being ended. An exit that raced one
+// of those sleeps used to leave the thread asleep and the process alive.
+static void nop(void *arg) { (void)arg; }
+
+static int exit_with_idle_threads(void) {
+  cops_alloc_cpu(3);
+  sleep(2);                          // (let them start and go idle)
+  // Churn: each spawn makes work with no system call, and each yield enters
+  // the kernel, which wakes an idle thread; it finds the work gone (or takes
+  // it) and goes back to sleep, a new wait in the kernel each time.
+  for (int i = 0; i < 200; i++) {
+    cops_spawn_stackful(nop, 0, 3);
+    yield();
+  }
+  return 0;
+}
+
+#define EXIT_ROUNDS 100
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--exit-idle") == 0)
+    return exit_with_idle_threads();
   utest_prog = "cputest";
   main_cid = cops_current();
   check("alloc-cpu-1", cops_alloc_cpu(1), 1);
@@ -104,6 +127,16 @@ int main(void) {
     ;
   check("idle-thread-kicked", kicked_ran, 1);
   check("idle-thread-kicked-other-thread", kicked_thread != busy_thread, 1);
+  // Processes that end while their other executor threads sleep in uwait:
+  // each must exit (a hang here is the test harness's timeout).
+  int exited = 0;
+  for (int i = 0; i < EXIT_ROUNDS; i++) {
+    static const char *const args[] = { "cputest", "--exit-idle", 0 };
+    int pid = spawn("cputest", args), status = -1;
+    if (pid > 0 && wait(pid, &status) == pid && status == 0)
+      exited++;
+  }
+  check("exit-with-idle-threads", exited, EXIT_ROUNDS);
   char why[128];
   check("invariants", cops_check(why, sizeof why), 0);
   return utest_summary();
