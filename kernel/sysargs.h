@@ -91,7 +91,9 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
 // kernel coroutine). syswork_unpark takes a parked call back into sa (its
 // handler and references), to be tried again.
 static inline int syswork_can_park(struct proc *p, const struct sysargs *sa) {
-  return sa->wq && !sa->deadline && __atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE;
+  // (uwait parks in every mode: the runtime's own wait, kernel/syscall.c)
+  return sa->wq && !sa->deadline &&
+         (__atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE || sa->nr == SYS_uwait);
 }
 int syswork_park(struct thread *t, struct sysargs *sa, long *result);
 void syswork_unpark(struct thread *t, struct sysargs *sa);

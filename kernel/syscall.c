@@ -405,20 +405,33 @@ static long sys_thread_join(struct thread *t, struct sysargs *sa, int may_block)
 // without polling. Announced (uwaiters) before the bitmap is looked at, both
 // sequentially consistent: either the look here sees the bitmap a sibling
 // set, or that sibling's next kernel entry sees this thread waiting.
+//
+// The thread waits parked on its own queue t->uwait (no kernel coroutine, no
+// memory: an idle executor thread costs nothing), in every kernel mode: this
+// is the runtime's own wait, not one of the calls the modes compare. Posts
+// and kicks wake the queue, and the switcher repeats the call.
+static int uwait_over(struct thread *t) {
+  struct proc *p = t->proc;
+  return uintr_pending(t) || p->ring_waiting || prio_user_has_ready(p) ||
+         __atomic_load_n(&p->killed, __ATOMIC_SEQ_CST) ||
+         __atomic_exchange_n(&t->uwait_kicked, 0, __ATOMIC_SEQ_CST);
+}
+
 static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
-  (void)sa;
-  if (uintr_pending(t) || p->ring_waiting || prio_user_has_ready(p))
-    return 0;
-  if (!may_block)
-    return WOULD_BLOCK;
-  __atomic_store_n(&t->uwait_kicked, 0, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&t->in_uwait, 1, __ATOMIC_SEQ_CST);
-  __atomic_fetch_add(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
-  KCO_WAIT_UNTIL(&t->uwait, uintr_pending(t) || p->killed || prio_user_has_ready(p) ||
-                                __atomic_load_n(&t->uwait_kicked, __ATOMIC_SEQ_CST));
-  __atomic_fetch_sub(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
+  if (!t->in_uwait) {            // (set across the repeated attempts of one call)
+    __atomic_store_n(&t->in_uwait, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
+  }
+  if (!uwait_over(t)) {
+    if (!may_block) {
+      sa->wq = &t->uwait;        // park here (syswork_park registers, then tries again)
+      return WOULD_BLOCK;
+    }
+    KCO_WAIT_UNTIL(&t->uwait, uwait_over(t));   // (only if parking is refused)
+  }
   __atomic_store_n(&t->in_uwait, 0, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
   return p->killed ? -EINTR : 0;
 }
 

@@ -15,9 +15,10 @@
 //                    ones that may have progressed; synchronous calls are
 //                    served as in KMODE_THREAD.
 //
-// A call that cannot say what it waits for (the console, wait, uwait,
-// thread_join) always gets a stackful coroutine; pipes and sockets name their
-// queue (and hold their file or socket while they wait). Completion is the same in all
+// A call that cannot say what it waits for (the console, wait, thread_join)
+// always gets a stackful coroutine; pipes and sockets name their queue (and
+// hold their file or socket while they wait), and uwait names the thread's own
+// (it parks in every mode: kernel/syscall.c). Completion is the same in all
 // modes: an async call's result goes to the completion ring with a user
 // interrupt (kernel/ring.c); a synchronous call's result goes to the blocked
 // thread's a0 and the thread becomes runnable again.
