@@ -385,7 +385,7 @@ static void main_body(void *arg) {
 // cooperation through the global bitmap in the read-only vvar page.) Our own
 // process is in the bitmap too, at the priority the kernel last ranked it
 // (PUBLISHED_PRIO); a bit that is only ours is no reason to step aside.
-static __attribute__((noinline)) int others_better_exact(uint64_t prio) {
+static inline __attribute__((always_inline)) int others_better_exact(uint64_t prio) {
   uint64_t mask = (1ULL << prio) - 1;
   if (VVAR->kernel_bitmap & mask)
     return 1;
