@@ -20,7 +20,8 @@ _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch
 // the executor loop; alloc_cpu adds threads).
 struct cops_thread {
   struct co *cur;                  // the coroutine this thread runs; NULL during the loop's
-                                   // step (run_loop). First: cops.h reads it
+                                   // step, &loop_idle while it has nothing to run
+                                   // (run_loop). First: cops.h reads it
   volatile long crit;              // critical-section depth (see below)
   volatile int drain_due;          // the handler found crit > 0 or cur NULL
   int pending_ops;                 // async calls this thread submitted, not done
@@ -436,6 +437,9 @@ static __attribute__((noinline)) void drain_deferred(void) {
 // one call site, and spills only what it has live. The coroutine that ran is
 // found through tp afterwards rather than kept in a register across the
 // switch, which would be spilled and reloaded.
+// What cur points at while the loop has nothing to run (never dispatched).
+static struct co loop_idle;
+
 static int run_loop(void) {
   struct co *prev = 0, *c;
   int res = CO_PENDING;
@@ -457,18 +461,25 @@ static int run_loop(void) {
     if (me()->drain_due)
       drain_deferred();
     if (!c) {
+      // Nothing to run. The loop is out of its step, so the handler must
+      // drain by itself again, as it does while a coroutine runs: a drain
+      // left to the loop now could come after the look below and before
+      // uwait, whose kernel side would then see nothing pending and sleep
+      // with the completion in the ring. So cur is not NULL while idle;
+      // then a drain the handler left before that is done here.
+      me()->cur = &loop_idle;
+      __asm__ volatile("" ::: "memory");
+      if (me()->drain_due)
+        drain_deferred();
       prev = 0;
       res = CO_PENDING;
       *RUNNING_PRIO = COPS_NPRIO;
-      // The handler may have drained (or, striking in the step, left to
-      // drain just above) completions that woke coroutines after the step
-      // found nothing.
+      // (That drain may have woken a coroutine.)
       if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
         continue;
       if (me()->pending_ops > 0) {
         // Nothing ready, but this thread's async calls are out: sleep in the
-        // kernel until a completion raises a user interrupt in this thread
-        // (its handler, finding cur NULL, leaves the drain to the step).
+        // kernel until a completion raises a user interrupt in this thread.
         uwait();
         continue;
       }
@@ -477,6 +488,11 @@ static int run_loop(void) {
         sleep(1);
         continue;
       }
+      // The handler may have drained the last completions after the look
+      // at the bitmap above: pending_ops read 0 only once it had, and it
+      // wakes the waiters before it returns, so their bits are set by now.
+      if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
+        continue;
       struct exec_stats st;
       cops_stats(&st);
       fprintf(STDERR, "cops: deadlock: %u coroutines blocked, none ready, no async call pending\n",
