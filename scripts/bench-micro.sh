@@ -100,8 +100,8 @@ full=$(value yield_resume_fullsave)
       idle_stackful_bytes) what="kernel memory per blocked stackful coroutine (64 of them: 16 KiB stack + records)" ;;
       user_sync_syscall) what="user: getpid() round trip (ecall, trap entry and exit, dispatch)" ;;
       user_emulated_csr_read) what="user: one emulated u-CSR read (illegal instruction, redirected by OpenSBI from M-mode, emulated by the kernel)" ;;
-      user_switch_stackless) what="user: one switch between two stackless coroutines (the runtime's loop: critical section, the executor's rotation inline, priority publishing and check, poll)" ;;
-      user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor" ;;
+      user_switch_stackless) what="user: one switch between two stackless coroutines (the runtime's loop: its step's mark, the executor's rotation inline, the COPS priority check, and a poll function that counts a shared turn down)" ;;
+      user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor (each a loop that counts a shared turn down around cops_yield)" ;;
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
       user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
       uintr_delivery_local_emulated) what="user interrupt delivery on one hart, emulated: from the kernel's post (uintr_post) to the first instruction of the handler's C function (through the switch back to the process, the injection, and the entry's 17 register saves)" ;;
@@ -212,15 +212,31 @@ full=$(value yield_resume_fullsave)
   and two page-table switches (through the kernel's table, so that a
   process that ends on another hart is never walked after it is freed).
 - A user coroutine switch that yields to an equal (both user rows) is the
-  runtime's loop doing the executor's rotation inline (executor.h; the vDSO's
+  runtime's loop (`run_loop` in user/cops.c) turning in its inner loop: it
+  runs a coroutine, and while each yields to an equal on an executor with one
+  lane it does the executor's rotation inline (executor.h; the vDSO's
   exec_next_on does the same rotation, and any other step is still a call
-  through the vDSO's table): about 25 instructions, with the test that it
-  applies (one lane, the yielder's queue the lane's best). Around it: the
-  critical-section counter (8), publishing the priority and asking whether
-  another process or the kernel has better work (12), and dispatching by kind
-  and the loop itself (12). The stackless row adds the benchmark's poll function (19); the
-  stackful row adds two 9-instruction CACS switches, the stack canary test,
-  and the benchmark's loop around `cops_yield`.
+  through the vDSO's table). Its 41 instructions per stackless switch (57
+  before) are: the result test and the step's mark, `cur` = NULL, which keeps
+  the user-interrupt handler out of the executor (4; it was a
+  critical-section counter: 8); the lane, which the thread keeps only while
+  the executor has one, and the test that prev's queue is the lane's best
+  (8); the rotation (12: prev to the tail, the head out, two states); the
+  step's end, `cur` set and the handler's drain mark tested, and the jump
+  back (5); asking whether the kernel or another process has better work
+  (7: two loads from the vvar page, one shift keeps the bits better than
+  the priority; the running priority is not stored again, since the next
+  coroutine comes from the same queue and has the same priority, which the
+  loop stored when it dispatched the first); and dispatching by kind and the
+  call (5). The benchmark's poll function adds 14: it counts a shared turn
+  down and returns whether to go on, 5 of them its frame pointer's (the
+  turn, not the loop, decides when the two are done: 2N turns, 2N switches).
+  The stackful row (71) is 52 in the loop (the same step, the CACS switch
+  in, 9, the result and the stack canary tested, 6, and the yielder found
+  through `cur` again, 1) and 19 in the yielder: `cops_yield` inline (its
+  record through `tp`, 3, the result, 1, the CACS switch out, 9) and its
+  loop, which counts the shared turn down (6). profile.sh's counts are at
+  the end of this page.
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.

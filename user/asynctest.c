@@ -9,6 +9,9 @@
 //     process does not drain, are all delivered (none lost);
 //   - the interrupted coroutine continues untouched (a computation that keeps
 //     running across interrupts gets the right answer);
+//   - user interrupts that land in the runtime's switch loop (its inline
+//     rotation) lose nothing, break nothing, and a better coroutine they
+//     wake runs next;
 //   - a process that exits with async calls in flight leaks nothing.
 // One line per check, then "asynctest: N passed, M failed"; exits with M.
 #include "cops.h"
@@ -304,6 +307,101 @@ static void test_slot_reuse(void) {
   }
 }
 
+// ---- user interrupts landing in the runtime's switch loop ----
+// Four coroutines of one priority (two stackless, two stackful) yield to each
+// other as fast as they can, so nearly every instruction the process runs is
+// the runtime's loop, most of it its step (the inline rotation, during which
+// the handler must leave the executor alone: run_loop). Meanwhile a waiter
+// makes WAITS async sleeps of 1 ms; each completion is a user interrupt that
+// lands wherever the loop happens to be, and wakes the waiter.
+//   - same priority as the yielders: the wake queues the waiter behind the
+//     very queue the loop rotates. A handler that touched it in the middle
+//     of a rotation would lose the waiter (or a yielder) or corrupt the
+//     queue: every sleep must come back and the invariants must hold.
+//   - better priority: the waiter must run at the next dispatch after the
+//     drain that wakes it. A yielder that sees a handler entry the waiter has
+//     not yet answered is late; one late turn per entry is allowed (the
+//     entry struck after the step had chosen that yielder).
+// The yielders stop when the waiter is done, or after 20 s of uptime (a
+// safety net only, so that a lost waiter fails here instead of hanging).
+enum { WAITS = 200, LOOP_YIELDERS = 4 };
+static volatile int loop_waiter_done, loop_stop, loop_finished;
+static volatile uint64_t loop_answered;   // handler entries the waiter had seen when it last ran
+static long loop_late, loop_turns, loop_until;
+
+static void loop_finish(void) {
+  if (++loop_finished == LOOP_YIELDERS + 1)
+    cops_wake(main_cid);
+}
+
+static int loop_should_stop(void) {
+  if (++loop_turns % 1024 == 0 && uptime() > loop_until)
+    loop_stop = 1;
+  if (cops_uintr_count() != loop_answered)
+    loop_late++;
+  return loop_stop || loop_waiter_done;
+}
+
+static int loop_poll(void *arg) {
+  (void)arg;
+  if (!loop_should_stop())
+    return CO_YIELD;
+  loop_finish();
+  return CO_DONE;
+}
+
+static void loop_yielder(void *arg) {
+  (void)arg;
+  while (!loop_should_stop())
+    cops_yield();
+  loop_finish();
+}
+
+static void loop_waiter(void *arg) {
+  (void)arg;
+  int ok = 0;
+  loop_answered = cops_uintr_count();
+  for (int i = 0; i < WAITS && !loop_stop; i++) {
+    ok += cops_async(SYS_sleep, 1, 0, 0) == 0;
+    loop_answered = cops_uintr_count();
+  }
+  loop_waiter_done = ok == WAITS ? 1 : -1;
+  loop_finish();
+}
+
+static void test_interrupts_in_loop(const char *name, uint32_t waiter_prio) {
+  char why[128] = "", n[64];
+  loop_waiter_done = loop_stop = loop_finished = 0;
+  loop_late = loop_turns = 0;
+  loop_until = uptime() + 20000;
+  uint64_t entries0 = cops_uintr_count();
+  cops_spawn_stackful(loop_waiter, 0, waiter_prio);
+  for (int i = 0; i < LOOP_YIELDERS; i++) {
+    if (i % 2)
+      cops_spawn_stackful(loop_yielder, 0, 3);
+    else
+      cops_spawn(loop_poll, 0, 3);
+  }
+  while (loop_finished < LOOP_YIELDERS + 1)
+    cops_block();                        // the last one to finish wakes main
+  uint64_t entries = cops_uintr_count() - entries0;
+  int checked = cops_check(why, sizeof why);
+  snprintf(n, sizeof n, "%s-every-sleep-back", name);
+  check(n, loop_waiter_done, 1);
+  snprintf(n, sizeof n, "%s-invariants", name);
+  check(n, checked, 0);
+  if (checked)
+    printf("asynctest: %s: %s\n", name, why);
+  snprintf(n, sizeof n, "%s-interrupts-taken", name);
+  check(n, entries >= 1, 1);
+  if (waiter_prio < 3) {
+    snprintf(n, sizeof n, "%s-waiter-runs-next", name);
+    check(n, loop_late <= (long)entries, 1);
+  }
+  printf("asynctest: %s: %lu handler entries over %ld turns, %ld late\n", name,
+         (unsigned long)entries, loop_turns, loop_late);
+}
+
 // ---- KMODE_POLLER: a wake costs the calls that may have progressed ----
 // 100 readers wait on 100 idle pipes while one reader, on its own pipe, gets
 // 100 bytes one at a time. The polling kernel thread may try the idle calls
@@ -374,6 +472,16 @@ int main(int argc, char **argv) {
   }
   // asynctest -k MODE: the same tests with the kernel serving async calls in
   // another mode (KMODE_*): the results must not depend on it.
+  // asynctest --loop: only the switch-loop tests (scripts/test.sh runs them
+  // under -icount too, where an interrupt can land between any two
+  // instructions: without it QEMU takes interrupts only between its
+  // translated blocks, and the loop's rotation is one such block).
+  if (argc > 1 && strcmp(argv[1], "--loop") == 0) {
+    main_cid = cops_current();
+    test_interrupts_in_loop("loop-equal", 3);
+    test_interrupts_in_loop("loop-better", 1);
+    return utest_summary();
+  }
   int kmode = KMODE_COROUTINE;
   if (argc > 2 && strcmp(argv[1], "-k") == 0) {
     kmode = atoi(argv[2]);
@@ -388,6 +496,8 @@ int main(int argc, char **argv) {
   test_untouched("untouched", 0);
   test_untouched("pure-calls", 1);
   test_slot_reuse();
+  test_interrupts_in_loop("loop-equal", 3);
+  test_interrupts_in_loop("loop-better", 1);
   if (kmode == KMODE_POLLER)
     test_poller_cost();
   test_exit_inflight();

@@ -19,14 +19,18 @@ _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch
 // Per-thread runtime state, found through tp (each thread of the process runs
 // the executor loop; alloc_cpu adds threads).
 struct cops_thread {
-  struct co *cur;                  // the coroutine this thread runs (or last ran); first: cops.h reads it
+  struct co *cur;                  // the coroutine this thread runs; NULL during the loop's
+                                   // step, &loop_idle while it has nothing to run
+                                   // (run_loop). First: cops.h reads it
   volatile long crit;              // critical-section depth (see below)
-  volatile int drain_due;          // the handler found crit > 0
+  volatile int drain_due;          // the handler found crit > 0 or cur NULL
   int pending_ops;                 // async calls this thread submitted, not done
   int uintr_on;                    // this thread's user interrupts are enabled
   volatile uint64_t *uintc_claim;  // its receive page's CLAIM word (native N with a
                                    // user-interrupt controller), or 0
   uint32_t lane;                   // its lane in the executor (main: 0)
+  struct exec_lane *one_lane;      // the executor's lane while it has only one (main's thread
+                                   // is then its one user: run_loop rotates inline), else 0
 };
 
 static struct cops_thread main_thread;
@@ -58,8 +62,9 @@ static volatile uint64_t ops_lock, drain_lock;
 // The handler must never touch the executor or the list of pending operations
 // while the code it interrupted is in the middle of changing them (it would
 // deadlock on the executor lock, or corrupt the list). Every runtime operation on
-// them runs inside crit_enter/crit_exit; a handler that finds crit > 0 only
-// notes that a drain is due, and crit_exit does it. No lock, no masking.
+// them runs inside crit_enter/crit_exit, or in run_loop's step, during which the
+// thread's `cur` is NULL; a handler that finds crit > 0 or cur NULL only notes
+// that a drain is due, and crit_exit or the loop does it. No lock, no masking.
 static uint64_t uintr_entries;
 
 #define RING ((struct completion_ring *)USER_RING)
@@ -180,7 +185,10 @@ void cops_uintr_handler(void) {
   struct cops_thread *t = me();
   if (t->uintc_claim)
     (void)*t->uintc_claim;        // take the controller's bits: its USIP line drops
-  if (t->crit)
+  // In a critical section, or in the loop's step (cur NULL: see run_loop),
+  // the interrupted code may be in the middle of changing the executor or
+  // the operation table: leave the drain to it.
+  if (t->crit || !t->cur)
     t->drain_due = 1;
   else
     drain();
@@ -378,11 +386,8 @@ static void main_body(void *arg) {
 // cooperation through the global bitmap in the read-only vvar page.) Our own
 // process is in the bitmap too, at the priority the kernel last ranked it
 // (PUBLISHED_PRIO); a bit that is only ours is no reason to step aside.
-static inline int others_better(uint32_t prio) {
+static inline __attribute__((always_inline)) int others_better_exact(uint64_t prio) {
   uint64_t mask = (1ULL << prio) - 1;
-  // Usually neither has anything better: one test for both.
-  if (!((VVAR->kernel_bitmap | VVAR->global_bitmap) & mask))
-    return 0;
   if (VVAR->kernel_bitmap & mask)
     return 1;
   uint64_t g = VVAR->global_bitmap & mask;
@@ -392,48 +397,87 @@ static inline int others_better(uint32_t prio) {
   return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
 }
 
-// The loop's executor step, in a critical section. The depth is kept in a
-// register rather than read back: only this thread changes its own counter,
-// and its handler (which runs to its end inside whatever it interrupted)
-// leaves it as it found it.
-static inline __attribute__((always_inline)) struct co *next_in_crit(struct co *prev, int res) {
-  struct cops_thread *t = me();
-  long depth = t->crit;
-  t->crit = depth + 1;
-  __asm__ volatile("" ::: "memory");
-  // A yield to an equal: the executor's own rotation, inline (executor.h),
-  // without the call into the vDSO. Only with one lane, where this thread is
-  // the executor's only user and the critical section keeps the handler out.
-  struct co_queue *q;
-  struct co *c;
-  if (res == CO_YIELD && prev && (q = exec_rotation_queue(EX, prev)))
-    c = exec_rotate(q, prev);
-  else
-    c = V->exec_next_on(EX, t->lane, prev, res);
-  __asm__ volatile("" ::: "memory");
-  t = me();
-  t->crit = depth;
-  if (depth == 0 && t->drain_due)
+static inline __attribute__((always_inline)) int others_better(uint64_t prio) {
+  // Usually neither has anything better: one test for both. Shifting left by
+  // 64 - prio keeps only the bits below prio (at prio 0 the shift is 0 and
+  // keeps them all: the exact test then finds nothing better than 0).
+  uint64_t any = VVAR->kernel_bitmap | VVAR->global_bitmap;
+  if (!(any << ((64 - prio) & 63)))
+    return 0;
+  return others_better_exact(prio);
+}
+
+// A drain the handler left to the loop (it struck during the loop's step),
+// done as soon as the step is over; unless a coroutine that yielded holds
+// completions off (cops_hold_completions), when its crit_exit will.
+static __attribute__((noinline)) void drain_deferred(void) {
+  if (!me()->crit)
     drain();
-  return c;
 }
 
 // The executor loop, run by the main thread and by every thread alloc_cpu adds.
+//
+// The step (settle the coroutine that came back, fetch the next) runs with
+// the thread's `cur` NULL: no coroutine runs then, and a user-interrupt
+// handler that finds cur NULL leaves the executor alone and only marks a
+// drain due, which the loop does right after the step (cur is set again
+// first, so a handler from then on drains by itself). One store each way,
+// instead of a counter to read, raise, restore and test.
+//
+// A yield to an equal on one lane (the common switch) is the executor's own
+// rotation, inline from executor.h, with no call into the vDSO: prev goes to
+// the tail of its queue and the head runs. That coroutine has prev's
+// priority, which RUNNING_PRIO already says (the loop stored it when prev was
+// dispatched; cops_reprio stores a running coroutine's new one), so only the
+// question "has the kernel or another process better work" is asked again.
+// Anything else is exec_next_on through the vDSO's table.
+//
 // Every user coroutine switches by CACS (cops_spawn_stackful and cops_start
 // make them so), so the loop resumes them by CACS without asking: it is their
-// one call site, and spills only what it has live. Its thread's state is
-// found through tp each time rather than kept in a register across the
+// one call site, and spills only what it has live. The coroutine that ran is
+// found through tp afterwards rather than kept in a register across the
 // switch, which would be spilled and reloaded.
+// What cur points at while the loop has nothing to run (never dispatched).
+static struct co loop_idle;
+
 static int run_loop(void) {
-  struct co *prev = 0;
-  int res = 0;
+  struct co *prev = 0, *c;
+  int res = CO_PENDING;
   for (;;) {
-    struct co *c = next_in_crit(prev, res);
+    // main ends as a coroutine that is done, on the thread that ran it (the
+    // others go on until that thread ends the process).
+    if (res == CO_DONE && main_done) {
+      if (me() != &main_thread)
+        exit(main_status);           // main finished on a helper: end the process here
+      return main_status;            // returning from main ends the program
+    }
+    // The general step, through the vDSO.
+    me()->cur = 0;                   // the step begins: the handler stays out
+    __asm__ volatile("" ::: "memory");
+    c = V->exec_next_on(EX, me()->lane, prev, res);
+    __asm__ volatile("" ::: "memory");
+    me()->cur = c;                   // the step is over
+    __asm__ volatile("" ::: "memory");
+    if (me()->drain_due)
+      drain_deferred();
     if (!c) {
-      struct cops_thread *self = me();
+      // Nothing to run. The loop is out of its step, so the handler must
+      // drain by itself again, as it does while a coroutine runs: a drain
+      // left to the loop now could come after the look below and before
+      // uwait, whose kernel side would then see nothing pending and sleep
+      // with the completion in the ring. So cur is not NULL while idle;
+      // then a drain the handler left before that is done here.
+      me()->cur = &loop_idle;
+      __asm__ volatile("" ::: "memory");
+      if (me()->drain_due)
+        drain_deferred();
       prev = 0;
+      res = CO_PENDING;
       *RUNNING_PRIO = COPS_NPRIO;
-      if (self->pending_ops > 0 || nhelpers > 0) {
+      // (That drain may have woken a coroutine.)
+      if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
+        continue;
+      if (me()->pending_ops > 0 || nhelpers > 0) {
         // Nothing ready: sleep in the kernel until a completion raises a user
         // interrupt in this thread or, with several executor threads, until
         // another of them enters the kernel while coroutines are ready (it
@@ -446,9 +490,9 @@ static int run_loop(void) {
         sleep(1);
         continue;
       }
-      // The handler may have drained the last completions after exec_next
-      // found nothing: pending_ops read 0 above only once it had, and it wakes
-      // the waiters before it returns, so their bits are set by now.
+      // The handler may have drained the last completions after the look
+      // at the bitmap above: pending_ops read 0 only once it had, and it
+      // wakes the waiters before it returns, so their bits are set by now.
       if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
         continue;
       struct exec_stats st;
@@ -457,21 +501,45 @@ static int run_loop(void) {
               st.blocked);
       return -1;
     }
-    // Tell the kernel what we run (it ranks processes by it), and step aside if
-    // the kernel or another process has better work than this coroutine.
-    *RUNNING_PRIO = c->prio;
-    if (others_better(c->prio))
-      yield();
-    me()->cur = c;
-    res = c->kind != CO_STACKLESS ? stackful_resume_cacs(c->arg) : c->poll(c->arg);
-    // main ends as a coroutine that is done, on the thread that ran it (the
-    // others go on until that thread ends the process).
-    if (res == CO_DONE && main_done) {
-      if (me() != &main_thread)
-        exit(main_status);         // main finished on a helper: end the process here
-      return main_status;          // returning from main ends the program
+    // Tell the kernel what we run (it ranks processes by it).
+    uint64_t prio = c->prio;
+    *RUNNING_PRIO = prio;
+    // Run c, and while each yields to an equal, rotate inline (below).
+    for (;;) {
+      // Step aside if the kernel or another process has better work than
+      // this coroutine.
+      if (others_better(prio))
+        yield();
+      if (c->kind == CO_STACKLESS) {
+        res = c->poll(c->arg);
+        prev = c;
+      } else {
+        // stackful_resume_cacs, with the yield tested first: only a
+        // coroutine that is done has more to do than the canary test.
+        struct stackful *sf = c->arg;
+        res = cacs_enter(&sf);
+        if (__builtin_expect(res == CO_YIELD, 1))
+          stackful_check_canary(sf);
+        else
+          res = stackful_after_switch(sf, res);
+        prev = me()->cur;
+      }
+      if (res != CO_YIELD)
+        break;
+      me()->cur = 0;                 // the step begins
+      __asm__ volatile("" ::: "memory");
+      prio = prev->prio;             // (c will have it too)
+      struct exec_lane *l = me()->one_lane;
+      struct co_queue *q;
+      if (!l || !(q = exec_rotation_queue(l, prev)))
+        break;                       // (the general step above sets cur again)
+      c = exec_rotate(q, prev);
+      __asm__ volatile("" ::: "memory");
+      me()->cur = c;                 // the step is over
+      __asm__ volatile("" ::: "memory");
+      if (__builtin_expect(me()->drain_due, 0))
+        drain_deferred();
     }
-    prev = me()->cur;
   }
 }
 
@@ -492,6 +560,7 @@ int cops_alloc_cpu(int n) {
     // Its own lane (shared round-robin past EXEC_MAX_LANES threads), in use
     // before the thread can queue anything there.
     uint32_t lanes = (uint32_t)nhelpers + 2;
+    me()->one_lane = 0;            // (only this thread can have it: the only one so far)
     t->lane = (uint32_t)(nhelpers + 1) % EXEC_MAX_LANES;
     V->exec_set_lanes(EX, lanes < EXEC_MAX_LANES ? lanes : EXEC_MAX_LANES);
     // Counted before it starts: its run_loop, finding nothing ready at once,
@@ -514,6 +583,7 @@ int cops_start(int argc, char **argv) {
   }
   if (V->exec_init_lanes(EX, COPS_NPRIO, 1, malloc, free) != 0)
     return -1;
+  main_thread.one_lane = (struct exec_lane *)EX->lanes;   // (lanes never move)
   // main() runs on the process stack itself (below the part this loop uses),
   // so the guard page under it still catches a runaway recursion.
   static struct stackful main_sf;

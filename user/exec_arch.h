@@ -1,8 +1,9 @@
 // User flavour of the executor lock (vdso/executor.c, as built into the vDSO and
 // into user programs): a plain spinlock, with nothing to mask. The user-interrupt
 // handler never spins on it: the runtime takes it only inside a critical section
-// (the counter in user/cops.c), and a handler that interrupts one only marks the
-// ring drain as due, which the interrupted code does when it leaves the section.
+// (the counter in user/cops.c) or its loop's step, and a handler that interrupts
+// either only marks the ring drain as due, which the interrupted code does when
+// it leaves.
 #ifndef EXEC_ARCH_H
 #define EXEC_ARCH_H
 #include <stdint.h>
@@ -26,7 +27,8 @@ static inline void exec_lock_release(volatile uint64_t *l, exec_irqstate_t s) {
 // executor thread: cops_alloc_cpu adds a lane before it starts another, and
 // threads that are not executor threads cannot call the runtime (they have no
 // runtime state: their tp is 0). The user-interrupt handler, on the same
-// thread, stays out of the executor by the critical-section counter. So there
+// thread, stays out of the executor by the critical-section counter and
+// during run_loop's step (the thread's running coroutine is NULL then). So there
 // is nothing to exclude: no lock word, no atomic.
 static inline exec_irqstate_t exec_lock1_acquire(volatile uint64_t *l) {
   (void)l;

@@ -213,19 +213,20 @@ void exec_get_stats(struct executor *ex, struct exec_stats *st);
 
 // The round robin among equals, the common yield, inline so that the user
 // runtime's loop takes it without calling into the vDSO (it is also the
-// vDSO's own, in exec_next_on). exec_rotation_queue says whether it applies:
-// the executor has one lane and prev's queue is that lane's best (the
-// queue, or 0). Then exec_rotate does what exec_next_on(ex, lane, prev,
-// CO_YIELD) would: prev goes to the tail of that queue and its head runs;
-// the queue stays non-empty, so no bitmap changes. The caller excludes
+// vDSO's own, in exec_next_on). exec_rotation_queue says whether it applies
+// to an executor with one lane, l (ex->lanes, which never moves once
+// exec_init has set it): prev's queue is that lane's best (the queue, or 0).
+// The caller must know that the executor has one lane: the user runtime
+// does, since it adds lanes itself (cops_alloc_cpu), and keeps l only while
+// there is one. Then exec_rotate does what exec_next_on(ex, 0, prev,
+// CO_YIELD) would: prev goes to the tail of that queue and its head runs; the
+// queue stays non-empty, so no bitmap changes. The caller excludes
 // everything else that may use the executor, as exec_lock1_* does (the user
-// runtime: its critical section; one lane means one thread there). Inline
-// code in user binaries fixes this layout: VDSO_VERSION (vdso.h) counts it.
+// runtime: its loop's step, which its interrupt handler stays out of; one
+// lane means one thread there). Inline code in user binaries fixes this
+// layout: VDSO_VERSION (vdso.h) counts it.
 static inline __attribute__((always_inline)) struct co_queue *
-exec_rotation_queue(const struct executor *ex, const struct co *prev) {
-  if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
-    return 0;
-  struct exec_lane *l = (struct exec_lane *)ex->lanes;
+exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
   struct co_queue *q = &l->ready[prev->prio];
   // (Opaque to the optimiser, so that it addresses the queue through q
   // afterwards instead of computing its address a second time.)

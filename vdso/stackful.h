@@ -115,10 +115,14 @@ static inline __attribute__((always_inline)) void cacs_leave(struct stackful *sf
 // After the coroutine has switched back: check the canary (the bottom word of
 // its stack holds its own address; a deep overflow overwrites it) and collect
 // its result, releasing it if it finished.
-static inline __attribute__((always_inline)) int stackful_after_switch(struct stackful *sf, int r) {
+static inline __attribute__((always_inline)) void stackful_check_canary(struct stackful *sf) {
   uint64_t *lo = sf->stack_lo;
   if (*lo != (uint64_t)(uintptr_t)lo)
     stackful_overflow(sf);
+}
+
+static inline __attribute__((always_inline)) int stackful_after_switch(struct stackful *sf, int r) {
+  stackful_check_canary(sf);
   if (r == CO_DONE && sf->release)
     sf->release(sf);
   return r;
