@@ -5,7 +5,9 @@
 # hart and then on two, one boot per point. While the closed loop runs, the
 # host CPU time of QEMU's threads is read from /proc: its main loop (virtio-net
 # and the user network, on the host) and its vCPU threads (the guest). Prints
-# BENCH lines and writes docs/results/smp-matrixd.md.
+# BENCH lines and writes docs/results/smp-matrixd.md. A model written
+# MODEL/tN runs matrixd with -t N (UC models: N executor threads; by default
+# matrixd runs one per hart).
 #
 #   scripts/bench-smp-net.sh    (env: BUILD, MODELS, SIZES, DURATION_S, OUT)
 set -uo pipefail
@@ -14,7 +16,7 @@ source scripts/qemu-lib.sh     # BUILD, QEMU, boot_matrixd, halt_qemu
 trap halt_qemu EXIT
 QEMU_LIMIT=900
 OUT=${OUT:-docs/results/smp-matrixd.md}
-MODELS=${MODELS:-kcuc kcut ktut ktuc}
+MODELS=${MODELS:-kcuc kcuc/t1 kcut ktut ktuc ktuc/t1}
 SIZES=${SIZES:-15 32}
 DURATION_S=${DURATION_S:-5}
 MCLIENT=$BUILD/host/mclient
@@ -29,6 +31,13 @@ if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIE
 fi
 
 field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
+
+# Ticks of the whole host so far: "busy total" (every core, from /proc/stat).
+host_ticks() {
+  local _ u n s i w q sq st
+  read -r _ u n s i w q sq st _ < /proc/stat
+  echo "$((u + n + s + q + sq + st)) $((u + n + s + i + w + q + sq + st))"
+}
 
 # Host CPU ticks (user + system) used so far by QEMU's main thread and by all
 # its vCPU threads together: "main vcpus".
@@ -53,14 +62,20 @@ total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$SIZES") * 2 ))
 done_points=0
 start=$SECONDS
 hz=$(getconf CLK_TCK)
-for model in $MODELS; do
+for spec in $MODELS; do
+  model=${spec%%/*}
+  targs= tname=
+  if [ "$spec" != "$model" ]; then
+    targs=",-t,${spec#*/t}"
+    tname=" -t ${spec#*/t}"
+  fi
   for n in $SIZES; do
-    declare -A rps=() p99=() mainpct=() vcpupct=()
+    declare -A rps=() p99=() mainpct=() vcpupct=() hostpct=()
     for smp in 1 2; do
       done_points=$((done_points + 1))
-      echo "bench-smp-net: [$done_points/$total] ${model^^} n=$n on $smp hart(s) ($((SECONDS - start)) s so far)" >&2
-      log=$DIR/${model}_n${n}_smp$smp.log
-      if ! boot_matrixd "$log" "$smp" "user=matrixd,-m,$model,-q"; then
+      echo "bench-smp-net: [$done_points/$total] ${model^^}$tname n=$n on $smp hart(s) ($((SECONDS - start)) s so far)" >&2
+      log=$DIR/${spec//\//_}_n${n}_smp$smp.log
+      if ! boot_matrixd "$log" "$smp" "user=matrixd,-m,$model,-q$targs"; then
         echo "bench-smp-net: matrixd ($model) did not start; see $log" >&2
         halt_qemu
         status=1
@@ -69,11 +84,16 @@ for model in $MODELS; do
       qpid=$(pgrep -P "$QPID" | head -1)
       # Closed loop, with the host CPU of QEMU's threads over the run.
       before=$(qemu_ticks "$qpid")
+      hbefore=$(host_ticks)
       t0=$(date +%s.%N)
       out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 128 -i 0 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
       t1=$(date +%s.%N)
       after=$(qemu_ticks "$qpid")
+      hafter=$(host_ticks)
       rps[$smp]=$(field rps "$out")
+      read -r hb0 ht0 <<< "$hbefore"
+      read -r hb1 ht1 <<< "$hafter"
+      hostpct[$smp]=$(awk -v b=$((hb1 - hb0)) -v t=$((ht1 - ht0)) 'BEGIN { if (t > 0) printf "%.0f", 100 * b / t; else print "n/a" }')
       read -r m0 v0 <<< "$before"
       read -r m1 v1 <<< "$after"
       # Percent of one host core over the client's whole run (set-up included).
@@ -84,14 +104,14 @@ for model in $MODELS; do
       out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 64 -i 100 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
       p99[$smp]=$(field p99_us "$out")
       halt_qemu
-      echo "BENCH name=smp_${model}_n${n}_smp${smp}_rps value=${rps[$smp]:-0} unit=req/s"
-      echo "BENCH name=smp_${model}_n${n}_smp${smp}_light_p99_us value=${p99[$smp]:-0} unit=us"
+      echo "BENCH name=smp_${spec//\//_}_n${n}_smp${smp}_rps value=${rps[$smp]:-0} unit=req/s"
+      echo "BENCH name=smp_${spec//\//_}_n${n}_smp${smp}_light_p99_us value=${p99[$smp]:-0} unit=us"
     done
     ratio=$(awk -v a="${rps[2]:-0}" -v b="${rps[1]:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
     pratio=$(awk -v a="${p99[2]:-0}" -v b="${p99[1]:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-    echo "BENCH name=smp_${model}_n${n}_rps_ratio value=$ratio unit=x"
-    rows+=("| ${model^^} | $n | ${rps[1]:-} | ${rps[2]:-} | **$ratio** | ${p99[1]:-} | ${p99[2]:-} | $pratio | ${mainpct[1]:-}% / ${vcpupct[1]:-}% | ${mainpct[2]:-}% / ${vcpupct[2]:-}% |")
-    unset rps p99 mainpct vcpupct
+    echo "BENCH name=smp_${spec//\//_}_n${n}_rps_ratio value=$ratio unit=x"
+    rows+=("| ${model^^}$tname | $n | ${rps[1]:-} | ${rps[2]:-} | **$ratio** | ${p99[1]:-} | ${p99[2]:-} | $pratio | ${mainpct[1]:-}% / ${vcpupct[1]:-}% / ${hostpct[1]:-}% | ${mainpct[2]:-}% / ${vcpupct[2]:-}% / ${hostpct[2]:-}% |")
+    unset rps p99 mainpct vcpupct hostpct
   done
 done
 
@@ -107,7 +127,7 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo "sending its next n x n matrix as soon as the answer to the last arrives, for"
   echo "${DURATION_S} s. Light load: 64 connections, one matrix every 100 ms each."
   echo
-  echo "| model | n | req/s, 1 hart | req/s, 2 harts | 2 / 1 | light p99 us, 1 hart | light p99 us, 2 harts | p99 2 / 1 | host CPU, 1 hart: QEMU main / vCPUs | host CPU, 2 harts |"
+  echo "| model | n | req/s, 1 hart | req/s, 2 harts | 2 / 1 | light p99 us, 1 hart | light p99 us, 2 harts | p99 2 / 1 | host CPU, 1 hart: QEMU main / vCPUs / host busy | host CPU, 2 harts |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   for r in "${rows[@]}"; do echo "$r"; done
   echo
@@ -115,7 +135,9 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo "loop: virtio-net's queues, the user network's TCP, the port forward) and its vCPU"
   echo "threads (the guest) used during the closed loop. The host client runs on the same"
   echo "cores. Where the main thread is near 100%, the host side of the network, not the"
-  echo "guest, sets the ceiling, and a second guest hart cannot raise it."
+  echo "guest, sets the ceiling, and a second guest hart cannot raise it. *Host busy* is"
+  echo "the share of all $(nproc) host cores that was busy (QEMU, the client and anything"
+  echo "else running): near 100%, the host has nothing left to give a second hart."
   echo
   echo "Reading it (written with the code, checked against the table when it was committed):"
   echo
