@@ -31,11 +31,11 @@
 // A spinlock that gives the hart up after a short spin (ulock, user/uthread.c),
 // held only for bookkeeping: a few hundred instructions between one wait and
 // the next, or between a wait and the parse or the answer. A coroutine mutex
-// (the CES lock form, user/cops.h) was tried first, held over the parse too:
-// a coroutine that found it taken blocked, the unlock handed it to a
-// coroutine that first had to be dispatched, and meanwhile every other
-// coroutine queued behind it (docs/results/smp-matrixd.md). With one executor
-// thread the lock is never taken.
+// (the CES lock form, user/cops.h) was tried first, then held over the parse
+// too: a coroutine that found it taken blocked, the unlock handed it to a
+// coroutine that first had to be dispatched, and meanwhile every other one
+// queued behind it; two threads served fewer requests than one in every run
+// made with it. With one executor thread the lock is never taken.
 static volatile int server_lock;
 static int lock_on;
 
