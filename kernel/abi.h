@@ -93,7 +93,7 @@
 #define KSTAT_NOFILE 17          // descriptors a process may hold (NOFILE, or bootargs nofile=N)
 #define KSTAT_TIMERS 18          // coroutines alive with a timer armed (each once; stale entries not counted)
 #define KSTAT_HEAP_PAGES 19      // pages of every process's heap (brk): user memory that grows to a high-water mark
-#define KSTAT_TCP_UNHASHED 20    // active or TIME_WAIT TCP pcbs that lwIP's lookup by endpoints does not find (0 unless broken)
+#define KSTAT_TCP_HASH_BAD 20    // how far lwIP's hash of TCP connections is out of step with its lists (0 unless broken)
 #define KSTAT_COUNT 21           // selectors are 1 .. KSTAT_COUNT - 1
 // Or'ed into a selector: first wait (1 s at most) until nothing else runs or is
 // ready, no other thread and no kernel coroutine, so that a leak check's two

@@ -521,22 +521,14 @@ int sock_tcp_pcbs(void) {
   return n;
 }
 
-// The pcbs of tcp_active_pcbs and tcp_tw_pcbs that tcp_pcb_lookup, the hash
-// tcp_input finds them by (net/patches/0002-tcp-pcb-hash.patch), does not
-// return for their own endpoints: 0 unless the hash is out of step with the
-// lists. (A pcb freed but left in the hash is caught by an assertion in
-// tcp_free.) For tests: it looks every pcb up.
-int sock_tcp_unhashed(void) {
+// How far lwIP's hash of connections and its counts of port users
+// (net/patches/0002-tcp-pcb-hash.patch) are out of step with its lists: 0
+// unless broken. For tests: it looks every pcb up and walks every bucket.
+int sock_tcp_hash_bad(void) {
   if (!net_started())
     return 0;
   net_lock();
-  int n = 0;
-  struct tcp_pcb *lists[] = { tcp_active_pcbs, tcp_tw_pcbs };
-  for (int i = 0; i < 2; i++)
-    for (struct tcp_pcb *pcb = lists[i]; pcb; pcb = pcb->next)
-      if (tcp_pcb_lookup(pcb->local_port, &pcb->local_ip, pcb->remote_port, &pcb->remote_ip,
-                         NETIF_NO_INDEX) != pcb)
-        n++;
+  int n = (int)tcp_pcb_hash_check();
   net_unlock();
   return n;
 }
