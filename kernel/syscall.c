@@ -349,6 +349,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return sock_count();
   case KSTAT_TCP_PCBS:
     return sock_tcp_pcbs();
+  case KSTAT_TCP_HASH_BAD:
+    return sock_tcp_hash_bad();
   case KSTAT_TIMERS:
     return timer_live();
   case KSTAT_HEAP_PAGES:

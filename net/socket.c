@@ -521,6 +521,18 @@ int sock_tcp_pcbs(void) {
   return n;
 }
 
+// How far lwIP's hash of connections and its counts of port users
+// (net/patches/0002-tcp-pcb-hash.patch) are out of step with its lists: 0
+// unless broken. For tests: it looks every pcb up and walks every bucket.
+int sock_tcp_hash_bad(void) {
+  if (!net_started())
+    return 0;
+  net_lock();
+  int n = (int)tcp_pcb_hash_check();
+  net_unlock();
+  return n;
+}
+
 void sock_get_stats(struct sock_stats *st) {
   net_lock();
   *st = stats;

@@ -52,6 +52,7 @@ int sock_ready(struct socket *s, enum sock_op op);    // would op make progress 
 
 int sock_count(void);                                 // sockets alive
 int sock_tcp_pcbs(void);                              // lwIP TCP control blocks alive
+int sock_tcp_hash_bad(void);                          // how far lwIP's hash is out of step with its lists (0)
 
 struct sock_stats {
   uint64_t accepted, refused;        // connections queued for accept / refused with a reset

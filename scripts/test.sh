@@ -215,6 +215,10 @@ user_suite() {   # user_suite PREFIX
   # (net/patches/) still answer data, see FINs, and still reach TIME_WAIT's
   # end and the FIN-WAIT-2 timeout (20 s of guest time, under -icount too)
   QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" conntest-idle 1 conntest,idle
+  # waves of connections opened and closed (TIME_WAIT on either side, resets),
+  # reconnects on the same ports: lwIP's hash of connections (net/patches/)
+  # stays in step with its lists (TIME_WAIT and SYN retries in guest time)
+  QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" conntest-churn 1 conntest,churn
   # alloc_cpu: one process's executor on two threads (needs 2 harts or more)
   for smp in 2 4; do
     user_prog "$prefix" "cputest-smp$smp" $smp cputest

@@ -14,7 +14,10 @@
 // that lwIP's timers stop visiting them (net/patches/README.md), then checks
 // that they still do all a connection does: data is answered, a FIN from
 // either side is seen, and the timers still end what they must end when
-// they are closed (TIME_WAIT, the FIN-WAIT-2 timeout).
+// they are closed (TIME_WAIT, the FIN-WAIT-2 timeout). `conntest churn` (also
+// under -icount) opens and closes waves of connections and reconnects on the
+// same ports, checking that lwIP's hash of connections stays in step with its
+// lists (see churn_test).
 #include "ulib.h"
 #include "cops.h"
 #include "utest.h"
@@ -329,6 +332,166 @@ static void idle_test(void) {
   close(l);
 }
 
+// conntest churn: lwIP finds the connection of a segment through a hash of
+// the four endpoints (net/patches/0002-tcp-pcb-hash.patch), which must follow
+// every pcb into and out of lwIP's lists. Waves of CHURN connections over
+// loopback, opened one after another, all talking in an order unlike the
+// opening one, then closed in yet another order by the client, by the server
+// or by a reset (so pcbs of either side go through TIME_WAIT, or are killed
+// at once), the open ones still talking; each wave opens while the last
+// one's TIME_WAIT pcbs are still there (their ports must not be chosen
+// again). Then reconnects from the same local ports: refused while this
+// side's old connection is in TIME_WAIT, through the other side's TIME_WAIT
+// pcb while that one is, and answered once they have gone. After each step
+// the kernel checks the hash against the lists (KSTAT_TCP_HASH_BAD: 0):
+// every active and TIME_WAIT pcb found by its endpoints, as many pcbs in the
+// chains as on the lists, the users of each ephemeral port counted. Run
+// under -icount: the TIME_WAIT periods and SYN retransmissions pass in guest
+// time.
+enum { CHURN = 200, CHURN_WAVES = 3, CHURN_SAME = 8, CHURN_PORT = 7300, CHURN_LPORT = 7400 };
+static int cc[CHURN], cs[CHURN];
+
+// One round trip on a pair: 8 bytes from the client, echoed by the server.
+static int talk(int c, int s, int tag) {
+  char out[9], in[8];
+  snprintf(out, sizeof out, "%08d", tag);
+  return send(c, out, 8) == 8 && xfer(0, 0, s, in, 8) == 8 && send(s, in, 8) == 8 &&
+         xfer(0, 0, c, in, 8) == 8 && memcmp(in, out, 8) == 0;
+}
+
+// Connect from local port lport (0: lwIP picks one) and accept: 0, or the
+// error of bind, connect or accept (the client socket is closed then).
+static long open_pair(int l, int lport, int *c, int *s) {
+  *s = -1;
+  *c = socket();
+  long r = *c < 0 ? *c : lport ? bind(*c, lport) : 0;
+  if (r == 0)
+    r = connect(*c, LOOPBACK, CHURN_PORT);
+  if (r == 0) {
+    *s = accept(l);
+    r = *s < 0 ? *s : 0;
+  }
+  if (r != 0 && *c >= 0)
+    close(*c);
+  return r;
+}
+
+enum { CLIENT_FIRST, SERVER_FIRST, RESET };
+// Close a pair: the client first (its pcb ends in TIME_WAIT), the server
+// first (the server's does), or the server with a byte unread, which resets
+// the connection (both pcbs go at once). 1 if the peer saw it as it should.
+static int close_pair(int c, int s, int how) {
+  char buf[2];
+  int seen;
+  if (how == CLIENT_FIRST) {
+    close(c);
+    seen = recv(s, buf, 1) == 0;
+    close(s);
+  } else if (how == SERVER_FIRST) {
+    close(s);
+    seen = recv(c, buf, 1) == 0;
+    close(c);
+  } else {
+    // both bytes come in one segment: once one is read, the other waits
+    seen = send(c, "xy", 2) == 2 && xfer(0, 0, s, buf, 1) == 1;
+    close(s);
+    seen = seen && recv(c, buf, 1) == -ECONNRESET;
+    close(c);
+  }
+  return seen;
+}
+
+// A connection from each of CHURN_SAME fixed local ports: talk, then close
+// as how says. 1 if all went as it should.
+static int same_ports(int l, int how) {
+  int ok = 1;
+  for (int i = 0; i < CHURN_SAME && ok; i++)
+    ok = open_pair(l, CHURN_LPORT + i, &cc[i], &cs[i]) == 0 && talk(cc[i], cs[i], i) &&
+         close_pair(cc[i], cs[i], how);
+  return ok;
+}
+
+static void churn_name(char *buf, int n, const char *what, int wave) {
+  snprintf(buf, n, "churn-wave%d-%s", wave, what);
+}
+
+static void churn_test(void) {
+  char n1[48];
+  int l = listener(CHURN_PORT), ok;
+  long pcbs0 = kstat(KSTAT_TCP_PCBS);
+  check("churn-listen", l >= 0, 1);
+  for (int w = 0; w < CHURN_WAVES; w++) {
+    ok = 1;
+    for (int i = 0; i < CHURN && ok; i++)
+      ok = open_pair(l, 0, &cc[i], &cs[i]) == 0;
+    churn_name(n1, sizeof n1, "open", w);
+    check(n1, ok, 1);
+    if (!ok)
+      return;
+    churn_name(n1, sizeof n1, "hashed-open", w);
+    check(n1, kstat(KSTAT_TCP_HASH_BAD), 0);
+    // 97 and 61 are prime to CHURN: each k * p % CHURN is a permutation
+    ok = 1;
+    for (int k = 0; k < CHURN; k++) {
+      int i = k * 97 % CHURN;
+      ok &= talk(cc[i], cs[i], w * CHURN + i);
+    }
+    churn_name(n1, sizeof n1, "all-talk", w);
+    check(n1, ok, 1);
+    int closed = 1, talking = 1;
+    for (int k = 0; k < CHURN; k++) {
+      int i = k * 61 % CHURN, next = (k + 1) * 61 % CHURN;
+      closed &= close_pair(cc[i], cs[i], (i + w) % 3);
+      if (k + 1 < CHURN)
+        talking &= talk(cc[next], cs[next], k);
+    }
+    churn_name(n1, sizeof n1, "closed", w);
+    check(n1, closed, 1);
+    churn_name(n1, sizeof n1, "open-ones-talk-while-closing", w);
+    check(n1, talking, 1);
+    churn_name(n1, sizeof n1, "hashed-closed", w);
+    check(n1, kstat(KSTAT_TCP_HASH_BAD), 0);
+  }
+  check("churn-time-wait-over", wait_kstat_ms(KSTAT_TCP_PCBS, pcbs0, 60000), pcbs0);
+
+  // The same local ports again, this side's old connection in TIME_WAIT:
+  // tcp_connect finds it by its endpoints and refuses.
+  check("churn-same-port-first", same_ports(l, CLIENT_FIRST), 1);
+  int refused = 0;
+  for (int i = 0; i < CHURN_SAME; i++)
+    refused += open_pair(l, CHURN_LPORT + i, &cc[i], &cs[i]) == -EADDRINUSE;
+  check("churn-same-port-refused-in-time-wait", refused, CHURN_SAME);
+  check("churn-same-port-hashed", kstat(KSTAT_TCP_HASH_BAD), 0);
+  check("churn-same-port-time-wait-over", wait_kstat_ms(KSTAT_TCP_PCBS, pcbs0, 60000), pcbs0);
+  check("churn-same-port-after-time-wait", same_ports(l, SERVER_FIRST), 1);
+  // Now the server's pcbs are in TIME_WAIT with these endpoints: a new SYN
+  // from the same port meets one (it answers with an ACK, or a reset if the
+  // SYN falls in its window), and the client tries again until it has gone
+  // and the listener takes the SYN. 100 tries a port: a safety net.
+  ok = 1;
+  int retried = 0;
+  for (int i = 0; i < CHURN_SAME && ok; i++) {
+    long r = -1;
+    for (int t = 0; t < 100 && r != 0; t++) {
+      r = open_pair(l, CHURN_LPORT + i, &cc[i], &cs[i]);
+      if (r != 0) {
+        retried++;
+        sleep(100);
+      }
+    }
+    ok = r == 0 && talk(cc[i], cs[i], i);
+  }
+  check("churn-same-port-through-peer-time-wait", ok, 1);
+  printf("conntest: churn: %d connects from a port whose old connection the server held "
+         "in TIME_WAIT failed and were tried again\n", retried);
+  check("churn-same-port-hashed-again", kstat(KSTAT_TCP_HASH_BAD), 0);
+  for (int i = 0; ok && i < CHURN_SAME; i++)
+    ok = close_pair(cc[i], cs[i], i % 3);
+  check("churn-same-port-closed", ok, 1);
+  close(l);
+  check("churn-all-pcbs-freed", wait_kstat_ms(KSTAT_TCP_PCBS, 0, 60000), 0);
+}
+
 static int nothing(void *arg) {
   (void)arg;
   return 0;
@@ -344,6 +507,11 @@ int main(int argc, char **argv) {
     check("unanswered-syn-times-out", connect(fd, BLACKHOLE, 80), -ETIMEDOUT);
     close(fd);
     check("timed-out-pcbs-freed", kstat(KSTAT_TCP_PCBS), 0);
+    return utest_summary();
+  }
+  if (argc > 1 && strcmp(argv[1], "churn") == 0) {
+    churn_test();
+    check("churn-sockets-freed", kstat(KSTAT_SOCKETS), 0);
     return utest_summary();
   }
   if (argc > 1 && strcmp(argv[1], "idle") == 0) {
