@@ -97,8 +97,11 @@ static enum run_end run_thread(struct thread *t) {
     TRACE_THREAD(TR_UEXIT, t, 0, (long)cause);
     p->traps++;
     prio_publish(p);            // on every kernel entry, as COPS specifies
-    if (__atomic_load_n(&p->uwaiters, __ATOMIC_SEQ_CST) && !p->killed)
-      uwait_kick_siblings(t);   // idle executor threads of p: work for them?
+    // Idle executor threads of p: work for them? (A plain load: the executor
+    // sets its bitmap bits with acquire-release AMOs, which keep this load
+    // after them; sys_uwait's side is sequentially consistent.)
+    if (__atomic_load_n(&p->uwaiters, __ATOMIC_RELAXED) && !p->killed)
+      uwait_kick_siblings(t);
     // ... and the switcher carries that priority from here on (what the
     // process runs now: it may have switched coroutines since the last trap).
     my_prio = carried_priority(p);

@@ -206,8 +206,9 @@ full=$(value yield_resume_fullsave)
   kernel entry; one look at the kernel's bitmap and the executor page, about
   45) and calls the handler (10). Every other call takes the full path: the
   11 registers C code keeps are saved too, and the switcher's loop runs
-  (publishing where the thread runs, the user-interrupt hand-over, scause,
-  dispatch). A thread or process switch is that full trap plus the run
+  (publishing where the thread runs, the user-interrupt hand-over, the look
+  for a sibling thread asleep in uwait that ready work should wake: 5 since
+  it came, scause, dispatch). A thread or process switch is that full trap plus the run
   queue (one lock round, `runq_switch`, at the rank published at the trap),
   and two page-table switches (through the kernel's table, so that a
   process that ends on another hart is never walked after it is freed).
