@@ -440,6 +440,22 @@ static __attribute__((noinline)) void drain_deferred(void) {
 // What cur points at while the loop has nothing to run (never dispatched).
 static struct co loop_idle;
 
+// The loop's step begins: from here the handler leaves the executor alone.
+static inline __attribute__((always_inline)) void step_begin(void) {
+  me()->cur = 0;
+  __asm__ volatile("" ::: "memory");
+}
+
+// The step is over: c is what the thread runs now (or &loop_idle), and a
+// drain the handler left meanwhile is done.
+static inline __attribute__((always_inline)) void step_end(struct co *c) {
+  __asm__ volatile("" ::: "memory");
+  me()->cur = c;
+  __asm__ volatile("" ::: "memory");
+  if (__builtin_expect(me()->drain_due, 0))
+    drain_deferred();
+}
+
 static int run_loop(void) {
   struct co *prev = 0, *c;
   int res = CO_PENDING;
@@ -452,14 +468,9 @@ static int run_loop(void) {
       return main_status;            // returning from main ends the program
     }
     // The general step, through the vDSO.
-    me()->cur = 0;                   // the step begins: the handler stays out
-    __asm__ volatile("" ::: "memory");
+    step_begin();
     c = V->exec_next_on(EX, me()->lane, prev, res);
-    __asm__ volatile("" ::: "memory");
-    me()->cur = c;                   // the step is over
-    __asm__ volatile("" ::: "memory");
-    if (me()->drain_due)
-      drain_deferred();
+    step_end(c);
     if (!c) {
       // Nothing to run. The loop is out of its step, so the handler must
       // drain by itself again, as it does while a coroutine runs: a drain
@@ -467,10 +478,7 @@ static int run_loop(void) {
       // uwait, whose kernel side would then see nothing pending and sleep
       // with the completion in the ring. So cur is not NULL while idle;
       // then a drain the handler left before that is done here.
-      me()->cur = &loop_idle;
-      __asm__ volatile("" ::: "memory");
-      if (me()->drain_due)
-        drain_deferred();
+      step_end(&loop_idle);
       prev = 0;
       res = CO_PENDING;
       *RUNNING_PRIO = COPS_NPRIO;
@@ -526,19 +534,14 @@ static int run_loop(void) {
       }
       if (res != CO_YIELD)
         break;
-      me()->cur = 0;                 // the step begins
-      __asm__ volatile("" ::: "memory");
+      step_begin();
       prio = prev->prio;             // (c will have it too)
       struct exec_lane *l = me()->one_lane;
       struct co_queue *q;
       if (!l || !(q = exec_rotation_queue(l, prev)))
         break;                       // (the general step above sets cur again)
       c = exec_rotate(q, prev);
-      __asm__ volatile("" ::: "memory");
-      me()->cur = c;                 // the step is over
-      __asm__ volatile("" ::: "memory");
-      if (__builtin_expect(me()->drain_due, 0))
-        drain_deferred();
+      step_end(c);
     }
   }
 }
