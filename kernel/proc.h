@@ -68,6 +68,10 @@ struct thread_park {
   int state;                      // enum park_state (atomic)
 };
 
+// Where a thread is in uwait(): a sibling's kernel entry may kick a waiting
+// thread (WAITING -> KICKED) when the process has ready coroutines.
+enum uwait_state { UWAIT_NONE = 0, UWAIT_WAITING, UWAIT_KICKED };
+
 struct thread {
   struct uctx uc;                 // first: uservec finds it through sscratch
   struct proc *proc;
@@ -80,8 +84,7 @@ struct thread {
                                   // itself here before it first waits: publish_worker), or 0
   struct thread_park park;        // or its blocking call parked on a wait queue (no coroutine)
   struct waitq uwait;             // uwait() sleeps here
-  int in_uwait;                   // it does (atomic): uwait_kick_siblings may wake it
-  int uwait_kicked;               // ... and has: a sibling saw ready user work
+  int uwait_state;                // enum uwait_state (atomic; kernel/syscall.c, sys_uwait)
   struct thread *rq_next;         // run-queue link
 };
 

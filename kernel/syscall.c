@@ -416,13 +416,13 @@ static int uwait_over(struct thread *t) {
   struct proc *p = t->proc;
   return uintr_pending(t) || p->ring_waiting || prio_user_has_ready(p) ||
          __atomic_load_n(&p->killed, __ATOMIC_SEQ_CST) ||
-         __atomic_exchange_n(&t->uwait_kicked, 0, __ATOMIC_SEQ_CST);
+         __atomic_load_n(&t->uwait_state, __ATOMIC_SEQ_CST) == UWAIT_KICKED;
 }
 
 static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
-  if (!t->in_uwait) {            // (set across the repeated attempts of one call)
-    __atomic_store_n(&t->in_uwait, 1, __ATOMIC_SEQ_CST);
+  if (t->uwait_state == UWAIT_NONE) {  // (kept across the repeated attempts of one call)
+    __atomic_store_n(&t->uwait_state, UWAIT_WAITING, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
   }
   if (!uwait_over(t)) {
@@ -432,7 +432,7 @@ static long sys_uwait(struct thread *t, struct sysargs *sa, int may_block) {
     }
     KCO_WAIT_UNTIL(&t->uwait, uwait_over(t));   // (only if parking is refused)
   }
-  __atomic_store_n(&t->in_uwait, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&t->uwait_state, UWAIT_NONE, __ATOMIC_SEQ_CST);   // (a kick after this fails)
   __atomic_fetch_sub(&p->uwaiters, 1, __ATOMIC_SEQ_CST);
   return p->killed ? -EINTR : 0;
 }
@@ -444,8 +444,10 @@ void uwait_kick_siblings(struct thread *self) {
   int n = __atomic_load_n(&p->nthreads, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++) {
     struct thread *s = p->threads[i];
-    if (s && s != self && __atomic_load_n(&s->in_uwait, __ATOMIC_SEQ_CST) &&
-        !__atomic_exchange_n(&s->uwait_kicked, 1, __ATOMIC_SEQ_CST)) {
+    int waiting = UWAIT_WAITING;
+    if (s && s != self &&
+        __atomic_compare_exchange_n(&s->uwait_state, &waiting, UWAIT_KICKED, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
       waitq_wake_all(&s->uwait);
       return;                    // one at a time: it may take all there is
     }
