@@ -155,17 +155,22 @@ static enum run_end run_thread(struct thread *t) {
     }
     // Kernel work of better or equal priority first (cooperative priority, as
     // in COPS; equal: round robin, e.g. the call another process is waiting on).
-    // The switcher may resume on another hart, whose satp is someone else's:
-    // load p's page table again before going back to user mode. And it must
-    // not leave p's table behind on this hart: if it resumes elsewhere and p
-    // ends there, p's tables are freed while this hart would still walk them
-    // (seen as an instruction page fault in kernel text, about one make test
-    // in fifteen).
-    if (exec_best_prio(&kexec) <= my_prio) {
+    // Stackless work runs right here, on this hart and this stack: t's N state
+    // and p's page table stay (a post to t meanwhile waits in its record or
+    // its controller entry, both handed over on the way back to U; kernel
+    // code reaches user memory through explicit page tables, never satp).
+    // Leaving and re-entering cost native N about 110 instructions a time
+    // (the u-CSRs saved and loaded, the controller entry detached and
+    // re-attached, two satp writes). For the rest the switcher yields, and
+    // may resume on another hart, whose satp is someone else's: load p's page
+    // table again before going back to user mode. And it must not leave p's
+    // table behind on this hart: if it resumes elsewhere and p ends there,
+    // p's tables are freed while this hart would still walk them (seen as an
+    // instruction page fault in kernel text, about one make test in fifteen).
+    if (exec_best_prio(&kexec) <= my_prio && !kco_run_stackless(my_prio)) {
       uintr_leave(t);           // (this switcher may resume on another hart)
       uvm_activate(0);
-      if (!kco_run_stackless(my_prio))   // stackless ones right here; the rest:
-        kco_yield();
+      kco_yield();
       uvm_activate(p->pagetable);
     }
   }

@@ -193,8 +193,8 @@ user_suite() {   # user_suite PREFIX
   # can take an interrupt between any two instructions (without it only
   # between its translated blocks, and the rotation is one block; asynctest's
   # full runs above cover that case on 1 and 2 harts). One hart: under
-  # -icount with two, the sleeps' completions stopped coming while a hart
-  # spun in user mode, with the runtime before this test as well.
+  # -icount with two, QEMU starves the hart that is not spinning in user
+  # mode (docs/ARCHITECTURE.md, Timers), and the sleeps' completions stop.
   QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" asynctest-loop-icount 1 "asynctest,--loop"
   # priorities across processes: one hart, and instruction counting (-icount),
   # so that guest time is the same on every host: the test asks which process
