@@ -31,7 +31,16 @@ struct cops_thread {
   uint32_t lane;                   // its lane in the executor (main: 0)
   struct exec_lane *one_lane;      // the executor's lane while it has only one (main's thread
                                    // is then its one user: run_loop rotates inline), else 0
+  struct co_queue *rot_q;          // the queue run_loop's inner loop rotates: the running
+                                   // coroutine's, in one_lane; &no_rotation when it may not
+  struct exec_lane *rot_lane;      // run_loop's lane for the rotation (one_lane, or no_lane)
+  uint64_t rot_below;              // 64 - the running priority, mod 64 (others_better)
 };
+
+// rot_q while the inner loop may not rotate, and the lane it reads while the
+// executor has several: a queue no lane's best is, and a lane with no best.
+static struct co_queue no_rotation;
+static struct exec_lane no_lane;
 
 static struct cops_thread main_thread;
 #define COPS_MAX_HELPERS 63        // executor threads besides main (lanes are shared past EXEC_MAX_LANES)
@@ -355,8 +364,10 @@ int cops_reprio(cid_t cid, uint32_t prio) {
   int r = V->exec_reprio(EX, cid, prio);
   // The running coroutine's priority is what the kernel ranks this process by:
   // publish a change to it at once, not at the next dispatch.
-  if (r == 0 && current && cid == co_cid_inline(current))
+  if (r == 0 && current && cid == co_cid_inline(current)) {
     *RUNNING_PRIO = prio;
+    me()->rot_q = &no_rotation;    // (run_loop's rotation is for the queue it had)
+  }
   crit_exit();
   return r;
 }
@@ -397,14 +408,15 @@ static inline __attribute__((always_inline)) int others_better_exact(uint64_t pr
   return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
 }
 
-static inline __attribute__((always_inline)) int others_better(uint64_t prio) {
-  // Usually neither has anything better: one test for both. Shifting left by
-  // 64 - prio keeps only the bits below prio (at prio 0 the shift is 0 and
-  // keeps them all: the exact test then finds nothing better than 0).
+// The same, given below = (64 - prio) & 63, which the loop computes once per
+// dispatch (and prio is that back: below is 0 only for prio 0). Usually neither has anything better: one test for both. Shifting
+// left by below keeps only the bits below prio (at prio 0 the shift is 0 and
+// keeps them all: the exact test then finds nothing better than 0).
+static inline __attribute__((always_inline)) int others_better(uint64_t below) {
   uint64_t any = VVAR->kernel_bitmap | VVAR->global_bitmap;
-  if (!(any << ((64 - prio) & 63)))
+  if (!(any << below))
     return 0;
-  return others_better_exact(prio);
+  return others_better_exact((64 - below) & 63);
 }
 
 // A drain the handler left to the loop (it struck during the loop's step),
@@ -512,36 +524,60 @@ static int run_loop(void) {
     // Tell the kernel what we run (it ranks processes by it).
     uint64_t prio = c->prio;
     *RUNNING_PRIO = prio;
-    // Run c, and while each yields to an equal, rotate inline (below).
+    // Run c, and while each yields to an equal, rotate inline (below). The
+    // queue to rotate is c's, in the one lane; rot_q names it for as long as
+    // that holds (cops_alloc_cpu and cops_reprio of the running coroutine
+    // replace it by &no_rotation, which no lane's best ever equals), so that
+    // one load and one compare with the lane's best decide, and l is never
+    // NULL (no_lane's best is 0). The thread keeps l and below too: a
+    // stackful coroutine's switch takes every register, so the loop loads
+    // them again after it, and a stackless one's poll keeps them where they
+    // are (were they live across the switch, the compiler would keep them on
+    // the stack for both kinds).
+    struct cops_thread *t = me();
+    struct exec_lane *l = t->one_lane;
+    t->rot_q = l ? &l->ready[prio] : &no_rotation;
+    if (!l)
+      l = &no_lane;
+    uint64_t below = (64 - prio) & 63;
+    t->rot_lane = l;
+    t->rot_below = below;
+    // Step aside if the kernel or another process has better work than c.
+    if (others_better(below))
+      yield();
     for (;;) {
-      // Step aside if the kernel or another process has better work than
-      // this coroutine.
-      if (others_better(prio))
-        yield();
       if (c->kind == CO_STACKLESS) {
-        res = c->poll(c->arg);
         prev = c;
+        int r = c->poll(c->arg);
+        if (r != CO_YIELD) {
+          res = r;
+          break;
+        }
       } else {
         // stackful_resume_cacs, with the yield tested first: only a
         // coroutine that is done has more to do than the canary test.
         struct stackful *sf = c->arg;
-        res = cacs_enter(&sf);
-        if (__builtin_expect(res == CO_YIELD, 1))
-          stackful_check_canary(sf);
-        else
-          res = stackful_after_switch(sf, res);
+        long r = cacs_enter(&sf);
+        if (__builtin_expect(r != CO_YIELD, 0)) {
+          res = stackful_after_switch(sf, (int)r);
+          prev = me()->cur;
+          break;
+        }
+        stackful_check_canary(sf);
         prev = me()->cur;
+        l = me()->rot_lane;
+        below = me()->rot_below;
       }
-      if (res != CO_YIELD)
-        break;
+      res = CO_YIELD;                // (for the general step, should the rotation not apply)
       step_begin();
-      prio = prev->prio;             // (c will have it too)
-      struct exec_lane *l = me()->one_lane;
-      struct co_queue *q;
-      if (!l || !(q = exec_rotation_queue(l, prev)))
+      // prev's queue is the lane's best: it goes to its tail, the head runs.
+      struct co_queue *q = me()->rot_q;
+      if (l->best != q)
         break;                       // (the general step above sets cur again)
-      c = exec_rotate(q, prev);
+      c = exec_rotate(q, prev);      // (c has prev's priority: below holds)
       step_end(c);
+      if (others_better(below))
+        yield();
     }
   }
 }
@@ -564,6 +600,7 @@ int cops_alloc_cpu(int n) {
     // before the thread can queue anything there.
     uint32_t lanes = (uint32_t)nhelpers + 2;
     me()->one_lane = 0;            // (only this thread can have it: the only one so far)
+    me()->rot_q = &no_rotation;    // (a coroutine calls this: stop the loop's rotation)
     t->lane = (uint32_t)(nhelpers + 1) % EXEC_MAX_LANES;
     V->exec_set_lanes(EX, lanes < EXEC_MAX_LANES ? lanes : EXEC_MAX_LANES);
     // Counted before it starts: its run_loop, finding nothing ready at once,
