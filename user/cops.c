@@ -412,12 +412,26 @@ static inline __attribute__((always_inline)) int others_better_exact(uint64_t pr
 // dispatch (and prio is that back: below is 0 only for prio 0). Usually neither has anything better: one test for both. Shifting
 // left by below keeps only the bits below prio (at prio 0 the shift is 0 and
 // keeps them all: the exact test then finds nothing better than 0).
-static inline __attribute__((always_inline)) int others_better(uint64_t below) {
-  uint64_t any = VVAR->kernel_bitmap | VVAR->global_bitmap;
+static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
+                                                              uint64_t below) {
+  uint64_t any = vv->kernel_bitmap | vv->global_bitmap;
   if (!(any << below))
     return 0;
   return others_better_exact((64 - below) & 63);
 }
+
+// The values run_loop's inner loop keeps in registers (see there).
+static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *one, uint64_t *running,
+                                                                    const struct vvar **vv) {
+  uint64_t o = CO_YIELD, r = CO_RUNNING;
+  const struct vvar *v = VVAR;
+  __asm__("" : "+r"(o), "+r"(r), "+r"(v));
+  *one = o;
+  *running = r;
+  *vv = v;
+}
+
+_Static_assert(EXEC_READY_WORD == CO_YIELD, "run_loop's `one` is both");
 
 // A drain the handler left to the loop (it struck during the loop's step),
 // done as soon as the step is over; unless a coroutine that yielded holds
@@ -542,14 +556,20 @@ static int run_loop(void) {
     uint64_t below = (64 - prio) & 63;
     t->rot_lane = l;
     t->rot_below = below;
+    // The constants the inner loop stores and compares, and the vvar page's
+    // address, in registers too, by the same rule: hidden from the compiler
+    // (an empty asm), which would otherwise form them again on every turn.
+    uint64_t one, running;
+    const struct vvar *vv;
+    keep_in_registers(&one, &running, &vv);
     // Step aside if the kernel or another process has better work than c.
-    if (others_better(below))
+    if (others_better(vv, below))
       yield();
     for (;;) {
       if (c->kind == CO_STACKLESS) {
         prev = c;
         int r = c->poll(c->arg);
-        if (r != CO_YIELD) {
+        if ((uint64_t)(int64_t)r != one) {     // (one is CO_YIELD)
           res = r;
           break;
         }
@@ -557,9 +577,9 @@ static int run_loop(void) {
         // stackful_resume_cacs, with the yield tested first: only a
         // coroutine that is done has more to do than the canary test.
         struct stackful *sf = c->arg;
-        long r = cacs_enter(&sf);
-        if (__builtin_expect(r != CO_YIELD, 0)) {
-          res = stackful_after_switch(sf, (int)r);
+        long r = cacs_enter_raw(&sf);   // (0 for a yield)
+        if (__builtin_expect(r != 0, 0)) {
+          res = stackful_after_switch(sf, (int)r + CO_YIELD);
           prev = me()->cur;
           break;
         }
@@ -567,6 +587,7 @@ static int run_loop(void) {
         prev = me()->cur;
         l = me()->rot_lane;
         below = me()->rot_below;
+        keep_in_registers(&one, &running, &vv);
       }
       res = CO_YIELD;                // (for the general step, should the rotation not apply)
       step_begin();
@@ -574,9 +595,9 @@ static int run_loop(void) {
       struct co_queue *q = me()->rot_q;
       if (l->best != q)
         break;                       // (the general step above sets cur again)
-      c = exec_rotate(q, prev);      // (c has prev's priority: below holds)
+      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: below holds)
       step_end(c);
-      if (others_better(below))
+      if (others_better(vv, below))
         yield();
     }
   }

@@ -65,7 +65,9 @@ void stackful_trampoline(void);                                         // switc
 
 // The CACS switch between a coroutine and the executor. Both contexts live in
 // the coroutine's struct stackful, so one base register (a0 = sf) addresses
-// both, and the coroutine's result travels in a1, not through memory. s0 is the
+// both, and the coroutine's result travels in a1, not through memory (as
+// result - CO_YIELD: the common yield is 0, which the executor tests with one
+// branch, against a register it need not load with 1 first). s0 is the
 // frame pointer, which GCC does not let asm clobber, so it is saved explicitly.
 // The side that switches away does not store its own resume address (that
 // would take an auipc and an addi to form it, and a store): its jump links
@@ -94,9 +96,9 @@ void stackful_trampoline(void);                                         // switc
   [ex_pc] "i"(offsetof(struct stackful, exec_cacs.pc)),                           \
   [ex_fp] "i"(offsetof(struct stackful, exec_cacs.fp))
 
-// Executor side: switch into the coroutine; returns the result it passed back
-// (as a1 holds it, a long: a caller that compares it needs no sign extension).
-static inline __attribute__((always_inline)) long cacs_enter(struct stackful **sfp) {
+// Executor side: switch into the coroutine; returns what it passed back in
+// a1, result - CO_YIELD (a long, as a1 holds it: 0 for a yield).
+static inline __attribute__((always_inline)) long cacs_enter_raw(struct stackful **sfp) {
   register struct stackful *a0 __asm__("a0") = *sfp;
   register long a1 __asm__("a1");
   __asm__ volatile(CACS_SWITCH("ex", "co")
@@ -107,10 +109,15 @@ static inline __attribute__((always_inline)) long cacs_enter(struct stackful **s
   return a1;
 }
 
+// The same, returning the result itself.
+static inline __attribute__((always_inline)) int cacs_enter(struct stackful **sfp) {
+  return (int)cacs_enter_raw(sfp) + CO_YIELD;
+}
+
 // Coroutine side: switch back to the executor, reporting result.
 static inline __attribute__((always_inline)) void cacs_leave(struct stackful *sf, int result) {
   register struct stackful *a0 __asm__("a0") = sf;
-  register long a1 __asm__("a1") = result;
+  register long a1 __asm__("a1") = (long)result - CO_YIELD;
   __asm__ volatile(CACS_SWITCH("co", "ex")
                    : "+r"(a0), "+r"(a1)
                    : CACS_OFFSETS
@@ -137,7 +144,7 @@ static inline __attribute__((always_inline)) int stackful_after_switch(struct st
 // so that the executor loop itself is the CACS call site. The _cacs/_full
 // variants are for call sites that know the coroutine's kind.
 static inline __attribute__((always_inline)) int stackful_resume_cacs(struct stackful *sf) {
-  int r = (int)cacs_enter(&sf);
+  int r = cacs_enter(&sf);
   return stackful_after_switch(sf, r);
 }
 
