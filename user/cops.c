@@ -34,7 +34,7 @@ struct cops_thread {
   struct co_queue *rot_q;          // the queue run_loop's inner loop rotates: the running
                                    // coroutine's, in one_lane; &no_rotation when it may not
   struct exec_lane *rot_lane;      // run_loop's lane for the rotation (one_lane, or no_lane)
-  uint64_t rot_below;              // 64 - the running priority, mod 64 (others_better)
+  uint64_t rot_below;              // 64 - the running priority, mod 64 (others_better_below)
 };
 
 // rot_q while the inner loop may not rotate, and the lane it reads while the
@@ -408,12 +408,21 @@ static inline __attribute__((always_inline)) int others_better_exact(uint64_t pr
   return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
 }
 
-// The same, given below = (64 - prio) & 63, which the loop computes once per
-// dispatch (and prio is that back: below is 0 only for prio 0). Usually neither has anything better: one test for both. Shifting
-// left by below keeps only the bits below prio (at prio 0 the shift is 0 and
+// Usually neither has anything better: one test for both. Shifting left by
+// 64 - prio keeps only the bits below prio (at prio 0 the shift is 0 and
 // keeps them all: the exact test then finds nothing better than 0).
-static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
-                                                              uint64_t below) {
+static inline __attribute__((always_inline)) int others_better(uint64_t prio) {
+  uint64_t any = VVAR->kernel_bitmap | VVAR->global_bitmap;
+  if (!(any << ((64 - prio) & 63)))
+    return 0;
+  return others_better_exact(prio);
+}
+
+// The same for run_loop's inner loop, which keeps the shift, below =
+// (64 - prio) & 63, and the vvar page's address in registers (prio is below
+// back: below is 0 only for prio 0).
+static inline __attribute__((always_inline)) int others_better_below(const struct vvar *vv,
+                                                                    uint64_t below) {
   uint64_t any = vv->kernel_bitmap | vv->global_bitmap;
   if (!(any << below))
     return 0;
@@ -432,6 +441,26 @@ static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *on
 }
 
 _Static_assert(EXEC_READY_WORD == CO_YIELD, "run_loop's `one` is both");
+
+// Run c for one turn; returns what it reported, and sets *prevp to it.
+// Every user coroutine switches by CACS (see run_loop), resumed inline here,
+// with the yield tested first: only a coroutine that is done has more to do
+// than the canary test. The coroutine is found through tp afterwards.
+static inline __attribute__((always_inline)) int run_once(struct co *c, struct co **prevp) {
+  if (c->kind == CO_STACKLESS) {
+    *prevp = c;
+    return c->poll(c->arg);
+  }
+  struct stackful *sf = c->arg;
+  long r = cacs_enter_raw(&sf);     // (result - CO_YIELD)
+  int res = CO_YIELD;
+  if (__builtin_expect(r == 0, 1))
+    stackful_check_canary(sf);
+  else
+    res = stackful_after_switch(sf, (int)r + CO_YIELD);
+  *prevp = me()->cur;
+  return res;
+}
 
 // A drain the handler left to the loop (it struck during the loop's step),
 // done as soon as the step is over; unless a coroutine that yielded holds
@@ -535,20 +564,30 @@ static int run_loop(void) {
               st.blocked);
       return -1;
     }
-    // Tell the kernel what we run (it ranks processes by it).
+    // Tell the kernel what we run (it ranks processes by it), and step
+    // aside if the kernel or another process has better work than c.
     uint64_t prio = c->prio;
     *RUNNING_PRIO = prio;
-    // Run c, and while each yields to an equal, rotate inline (below). The
-    // queue to rotate is c's, in the one lane; rot_q names it for as long as
-    // that holds (cops_alloc_cpu and cops_reprio of the running coroutine
-    // replace it by &no_rotation, which no lane's best ever equals), so that
-    // one load and one compare with the lane's best decide, and l is never
-    // NULL (no_lane's best is 0). The thread keeps l and below too: a
-    // stackful coroutine's switch takes every register, so the loop loads
-    // them again after it, and a stackless one's poll keeps them where they
-    // are (were they live across the switch, the compiler would keep them on
-    // the stack for both kinds).
+    if (others_better(prio))
+      yield();
+    res = run_once(c, &prev);
+    if (res != CO_YIELD)
+      continue;
+    // prev yielded: while each yields to an equal, rotate inline (below).
+    // The queue to rotate is prev's, in the one lane (its priority may have
+    // changed while it ran: cops_reprio published that). rot_q names it for
+    // as long as that holds (cops_alloc_cpu and cops_reprio of the running
+    // coroutine replace it by &no_rotation, which no lane's best ever
+    // equals), so that one load and one compare with the lane's best
+    // decide; l is never NULL (no_lane's best is 0). The thread keeps l and
+    // below too: a stackful coroutine's switch takes every register, so the
+    // loop loads them again after it, and a stackless one's poll keeps them
+    // where they are (were they live across the switch, the compiler would
+    // keep them on the stack for both kinds). All this is set up here, at
+    // the first yield, not at each dispatch: a coroutine that blocks or
+    // ends (the general step) pays none of it.
     struct cops_thread *t = me();
+    prio = prev->prio;
     struct exec_lane *l = t->one_lane;
     t->rot_q = l ? &l->ready[prio] : &no_rotation;
     if (!l)
@@ -562,10 +601,16 @@ static int run_loop(void) {
     uint64_t one, running;
     const struct vvar *vv;
     keep_in_registers(&one, &running, &vv);
-    // Step aside if the kernel or another process has better work than c.
-    if (others_better(vv, below))
-      yield();
     for (;;) {
+      step_begin();
+      // prev's queue is the lane's best: it goes to its tail, the head runs.
+      struct co_queue *q = me()->rot_q;
+      if (l->best != q)
+        break;                       // (the general step above sets cur again)
+      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: below holds)
+      step_end(c);
+      if (others_better_below(vv, below))
+        yield();
       if (c->kind == CO_STACKLESS) {
         prev = c;
         int r = c->poll(c->arg);
@@ -574,8 +619,7 @@ static int run_loop(void) {
           break;
         }
       } else {
-        // stackful_resume_cacs, with the yield tested first: only a
-        // coroutine that is done has more to do than the canary test.
+        // run_once's stackful half, with the state above loaded again.
         struct stackful *sf = c->arg;
         long r = cacs_enter_raw(&sf);   // (0 for a yield)
         if (__builtin_expect(r != 0, 0)) {
@@ -589,16 +633,6 @@ static int run_loop(void) {
         below = me()->rot_below;
         keep_in_registers(&one, &running, &vv);
       }
-      res = CO_YIELD;                // (for the general step, should the rotation not apply)
-      step_begin();
-      // prev's queue is the lane's best: it goes to its tail, the head runs.
-      struct co_queue *q = me()->rot_q;
-      if (l->best != q)
-        break;                       // (the general step above sets cur again)
-      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: below holds)
-      step_end(c);
-      if (others_better(vv, below))
-        yield();
     }
   }
 }

@@ -79,14 +79,10 @@ struct co {
   uint32_t slot;            // index in the slot table
   uint8_t prio;
   uint8_t kind;             // enum co_kind
-  union {
-    struct {
-      uint8_t state;        // enum co_state
-      uint8_t wake_pending; // woken while running: requeue instead of blocking
-    };
-    uint16_t state_word;    // both (state and wake_pending share a halfword, so
-                            // that queueing a coroutine writes both with one store)
-  };
+  uint8_t state;            // enum co_state
+  uint8_t wake_pending;     // woken while running: requeue instead of blocking
+                            // (state and wake_pending share a halfword, so that
+                            // queueing a coroutine writes both with one store)
   uint32_t lane;            // home lane: where it is queued, runs, or was freed
 };
 
@@ -242,12 +238,14 @@ exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
   return q;
 }
 
-// EXEC_READY_WORD is state_word for a ready coroutine with no wake pending
-// (little-endian: state is the low byte). exec_rotate_k takes it and
+// EXEC_READY_WORD is the halfword of state and wake_pending for a ready
+// coroutine with no wake pending (little-endian: state is the low byte). exec_rotate_k takes it and
 // CO_RUNNING as arguments, for a loop that keeps them in registers across
 // its turns instead of forming them on each (user/cops.c).
 #define EXEC_READY_WORD ((uint16_t)CO_READY)
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "EXEC_READY_WORD");
+_Static_assert(offsetof(struct co, wake_pending) == offsetof(struct co, state) + 1 &&
+               offsetof(struct co, state) % 2 == 0, "state and wake_pending: one halfword");
 static inline __attribute__((always_inline)) struct co *
 exec_rotate_k(struct co_queue *q, struct co *prev, uint64_t ready_word, uint64_t running) {
   struct co *c = q->head, *t = q->tail;
@@ -256,7 +254,8 @@ exec_rotate_k(struct co_queue *q, struct co *prev, uint64_t ready_word, uint64_t
   prev->next = 0;
   q->tail = prev;
   q->head = c->next;              // not empty: prev is behind c at least
-  prev->state_word = (uint16_t)ready_word;
+  typedef uint16_t __attribute__((may_alias)) halfword;
+  *(halfword *)&prev->state = (uint16_t)ready_word;
   c->state = (uint8_t)running;
   return c;
 }
