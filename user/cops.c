@@ -462,6 +462,12 @@ static inline __attribute__((always_inline)) int run_once(struct co *c, struct c
   return res;
 }
 
+// stackful_after_switch out of line, called with sf and r where the switch
+// left them (a0, a1), so that the inner loop keeps no copy of sf for it.
+static __attribute__((noinline)) int after_switch_out(struct stackful *sf, long r) {
+  return stackful_after_switch(sf, (int)r + CO_YIELD);
+}
+
 // A drain the handler left to the loop (it struck during the loop's step),
 // done as soon as the step is over; unless a coroutine that yielded holds
 // completions off (cops_hold_completions), when its crit_exit will.
@@ -623,7 +629,7 @@ static int run_loop(void) {
         struct stackful *sf = c->arg;
         long r = cacs_enter_raw(&sf);   // (0 for a yield)
         if (__builtin_expect(r != 0, 0)) {
-          res = stackful_after_switch(sf, (int)r + CO_YIELD);
+          res = after_switch_out(sf, r);
           prev = me()->cur;
           break;
         }
