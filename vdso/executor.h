@@ -219,13 +219,13 @@ void exec_get_stats(struct executor *ex, struct exec_stats *st);
 // The caller must know that the executor has one lane: the user runtime
 // does, since it adds lanes itself (cops_alloc_cpu), and keeps l only while
 // there is one (its loop asks the same question of a queue it keeps for as
-// long as the answer can only depend on l->best). Then exec_rotate does what exec_next_on(ex, 0, prev,
-// CO_YIELD) would: prev goes to the tail of that queue and its head runs; the
-// queue stays non-empty, so no bitmap changes. The caller excludes
-// everything else that may use the executor, as exec_lock1_* does (the user
-// runtime: its loop's step, which its interrupt handler stays out of; one
-// lane means one thread there). Inline code in user binaries fixes this
-// layout: VDSO_VERSION (vdso.h) counts it.
+// long as the answer can only depend on l->best). Then exec_rotate does
+// what exec_next_on(ex, 0, prev, CO_YIELD) would: prev goes to the tail of
+// that queue and its head runs; the queue stays non-empty, so no bitmap
+// changes. The caller excludes everything else that may use the executor,
+// as exec_lock1_* does (the user runtime: its loop's step, which its
+// interrupt handler stays out of; one lane means one thread there). Inline
+// code in user binaries fixes this layout: VDSO_VERSION (vdso.h) counts it.
 static inline __attribute__((always_inline)) struct co_queue *
 exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
   struct co_queue *q = &l->ready[prev->prio];

@@ -80,6 +80,7 @@ void stackful_trampoline(void);                                         // switc
 #define CACS_CLOBBERS "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a2", "a3", "a4", \
   "a5", "a6", "a7", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", \
   "memory" CACS_FP_CLOBBERS
+
 #define CACS_SWITCH(save, load)                                   \
       "sd   sp, %[" save "_sp](a0)\n\t"                           \
       "sd   s0, %[" save "_fp](a0)\n\t"                           \
@@ -88,6 +89,7 @@ void stackful_trampoline(void);                                         // switc
       "ld   s0, %[" load "_fp](a0)\n\t"                           \
       "jalr t2, 0(t1)\n\t"                                       \
       "sd   t2, %[" load "_pc](a0)\n\t"
+
 #define CACS_OFFSETS                                                              \
   [co_sp] "i"(offsetof(struct stackful, co_cacs.sp)),                             \
   [co_pc] "i"(offsetof(struct stackful, co_cacs.pc)),                             \
