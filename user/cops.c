@@ -33,14 +33,12 @@ struct cops_thread {
                                    // is then its one user: run_loop rotates inline), else 0
   struct co_queue *rot_q;          // the queue run_loop's inner loop rotates: the running
                                    // coroutine's, in one_lane; &no_rotation when it may not
-  struct exec_lane *rot_lane;      // run_loop's lane for the rotation (one_lane, or no_lane)
+  struct exec_lane *rot_lane;      // one_lane when run_loop's inner loop began
   uint64_t rot_below;              // 64 - the running priority, mod 64 (others_better_below)
 };
 
-// rot_q while the inner loop may not rotate, and the lane it reads while the
-// executor has several: a queue no lane's best is, and a lane with no best.
+// rot_q once the inner loop may not rotate any more: a queue no lane's best is.
 static struct co_queue no_rotation;
-static struct exec_lane no_lane;
 
 static struct cops_thread main_thread;
 #define COPS_MAX_HELPERS 63        // executor threads besides main (lanes are shared past EXEC_MAX_LANES)
@@ -579,25 +577,25 @@ static int run_loop(void) {
     res = run_once(c, &prev);
     if (res != CO_YIELD)
       continue;
+    struct cops_thread *t = me();
+    struct exec_lane *l = t->one_lane;
+    if (!l)
+      continue;                      // (several lanes: the general step)
     // prev yielded: while each yields to an equal, rotate inline (below).
     // The queue to rotate is prev's, in the one lane (its priority may have
     // changed while it ran: cops_reprio published that). rot_q names it for
     // as long as that holds (cops_alloc_cpu and cops_reprio of the running
     // coroutine replace it by &no_rotation, which no lane's best ever
     // equals), so that one load and one compare with the lane's best
-    // decide; l is never NULL (no_lane's best is 0). The thread keeps l and
+    // decide. The thread keeps l and
     // below too: a stackful coroutine's switch takes every register, so the
     // loop loads them again after it, and a stackless one's poll keeps them
     // where they are (were they live across the switch, the compiler would
     // keep them on the stack for both kinds). All this is set up here, at
     // the first yield, not at each dispatch: a coroutine that blocks or
     // ends (the general step) pays none of it.
-    struct cops_thread *t = me();
     prio = prev->prio;
-    struct exec_lane *l = t->one_lane;
-    t->rot_q = l ? &l->ready[prio] : &no_rotation;
-    if (!l)
-      l = &no_lane;
+    t->rot_q = &l->ready[prio];
     uint64_t below = (64 - prio) & 63;
     t->rot_lane = l;
     t->rot_below = below;
