@@ -258,9 +258,10 @@ full=$(value yield_resume_fullsave)
   less, saving 2: a kernel change); `cur` and the drain mark in one word set
   by one `amoswap` (saving 1: a handler change); and the poll function's
   frame (5: all user code keeps frame pointers, and GCC 12 has no
-  -momit-leaf-frame-pointer for RISC-V). Asking the COPS question only
-  every K switches (about 2 + 5/K) was not done either: it would weaken the
-  guarantee that the process steps aside before the next dispatch.
+  -momit-leaf-frame-pointer for RISC-V): together about 29. Asking the COPS
+  question only every K switches (about 2 + 5/K) was not done either: it
+  would weaken the guarantee that the process steps aside before the next
+  dispatch.
   The stackful row (58; 71 before) is 42 in the loop and 16 in the yielder.
   The loop: the step's mark, the rotation and its test, the step's end and
   the COPS check as above (22); the kind and argument (3); the CACS switch in
