@@ -153,8 +153,11 @@ full=$(value yield_resume_fullsave)
   fetch from the lane's cached best queue (no bit search; a queue that empties
   finds the next best then), and the state of the one taken. Read
   build/kernel.asm (`exec_next`) for the exact sequence.
-- The CACS pair is two 9-instruction switches plus the spills the compiler chose
-  at each call site. The full-save pair is two calls to `full_switch` (28 loads
+- The CACS pair is two switches of 6 instructions and a store (each side
+  stores its `sp` and `s0`, loads the other's `sp`, `s0` and resume address,
+  and jumps there linking into `t2`; the side it resumes stores `t2` as the
+  other's resume address: 9 when each formed its own with `la`) plus the
+  spills the compiler chose at each call site. The full-save pair is two calls to `full_switch` (28 loads
   and stores each) plus the same loop. The `via_executor` rows add one
   `exec_next` per round.
 - User rows count the whole hart (one hart, so everything on the path is in):
@@ -213,31 +216,63 @@ full=$(value yield_resume_fullsave)
   and two page-table switches (through the kernel's table, so that a
   process that ends on another hart is never walked after it is freed).
 - A user coroutine switch that yields to an equal (both user rows) is the
-  runtime's loop (`run_loop` in user/cops.c) turning in its inner loop: it
-  runs a coroutine, and while each yields to an equal on an executor with one
-  lane it does the executor's rotation inline (executor.h; the vDSO's
+  runtime's loop (`run_loop` in user/cops.c) turning in its inner loop: when
+  a coroutine yields, the loop sets up an inner loop which, while each
+  coroutine yields to an equal on an executor with one lane, does the
+  executor's rotation inline (`exec_rotate_k`, executor.h; the vDSO's
   exec_next_on does the same rotation, and any other step is still a call
-  through the vDSO's table). Its 41 instructions per stackless switch (57
-  before) are: the result test and the step's mark, `cur` = NULL, which keeps
-  the user-interrupt handler out of the executor (4; it was a
-  critical-section counter: 8); the lane, which the thread keeps only while
-  the executor has one, and the test that prev's queue is the lane's best
-  (8); the rotation (12: prev to the tail, the head out, two states); the
-  step's end, `cur` set and the handler's drain mark tested, and the jump
-  back (5); asking whether the kernel or another process has better work
-  (7: two loads from the vvar page, one shift keeps the bits better than
-  the priority; the running priority is not stored again, since the next
-  coroutine comes from the same queue and has the same priority, which the
-  loop stored when it dispatched the first); and dispatching by kind and the
-  call (5). The benchmark's poll function adds 14: it counts a shared turn
-  down and returns whether to go on, 5 of them its frame pointer's (the
-  turn, not the loop, decides when the two are done: 2N turns, 2N switches).
-  The stackful row (71) is 52 in the loop (the same step, the CACS switch
-  in, 9, the result and the stack canary tested, 6, and the yielder found
-  through `cur` again, 1) and 19 in the yielder: `cops_yield` inline (its
-  record through `tp`, 3, the result, 1, the CACS switch out, 9) and its
-  loop, which counts the shared turn down (6). profile.sh's counts are at
-  the end of this page.
+  through the vDSO's table). The lane, the shift for the COPS check, the vvar
+  page's address and the constants it stores and compares stay in registers
+  across a stackless poll; after a stackful switch, which takes every
+  register, they are loaded again from the thread's record. The 29
+  instructions of the loop per stackless switch (41 before this, 57 before
+  that) are:
+    - the result test, against CO_YIELD in a register (1);
+    - the step's mark, `cur` = NULL, which keeps the user-interrupt handler
+      out of the executor (1);
+    - whether the rotation applies (3): the queue the thread rotates
+      (`rot_q`, which cops_reprio of the running coroutine and
+      cops_alloc_cpu replace by one no lane's best can be) loaded and
+      compared with the lane's best;
+    - the rotation (10): the tail, the head and the head's next loaded, five
+      links stored (prev to the tail, the head out), prev's state and wake
+      mark as one halfword and the head's state, both from registers;
+    - the step's end (3): `cur` set, the handler's drain mark loaded and
+      tested;
+    - asking whether the kernel or another process has better work (5): two
+      loads from the vvar page, an or, the shift that keeps the bits better
+      than the priority, a branch (the running priority is not stored
+      again: the next coroutine comes from the same queue);
+    - the next coroutine into the loop's register (1), its kind and argument
+      loaded and the kind tested (3), its poll function loaded and called
+      (2).
+  The benchmark's poll function adds 14: it counts a shared turn down and
+  returns whether to go on, 5 of them its frame pointer's (the turn, not the
+  loop, decides when the two are done: 2N turns, 2N switches). So the
+  stackless target (30) is missed by 13, and the loop alone is 29. What
+  would remove more, not done: a ring per priority in which the running
+  coroutine keeps its place, so that a yield to an equal moves a cursor (one
+  load and one store instead of the rotation's eight, saving 6), which
+  changes every step of the executor the kernel shares; one vvar word with
+  the union of the kernel's and the global bitmap (one load and the or
+  less, saving 2: a kernel change); `cur` and the drain mark in one word set
+  by one `amoswap` (saving 1: a handler change); and the poll function's
+  frame (5: all user code keeps frame pointers, and GCC 12 has no
+  -momit-leaf-frame-pointer for RISC-V): together about 29. Asking the COPS
+  question only every K switches (about 2 + 5/K) was not done either: it
+  would weaken the guarantee that the process steps aside before the next
+  dispatch.
+  The stackful row (58; 71 before) is 42 in the loop and 16 in the yielder.
+  The loop: the step's mark, the rotation and its test, the step's end and
+  the COPS check as above (22); the kind and argument (3); the CACS switch in
+  (6) and the store of the coroutine's resume address (1); the result test
+  (1: the result travels as result - CO_YIELD, so a yield is 0); the stack
+  canary tested (3); the coroutine that ran found through `cur`, the lane
+  and the shift loaded from the thread, and the three register values formed
+  again (6). The yielder: `cops_yield` inline (its record through `tp`, 2,
+  the result, 1, the CACS switch out, 6, and the store of the loop's resume
+  address, 1) and its loop, which counts the shared turn down (6).
+  profile.sh's counts are at the end of this page.
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.

@@ -31,7 +31,14 @@ struct cops_thread {
   uint32_t lane;                   // its lane in the executor (main: 0)
   struct exec_lane *one_lane;      // the executor's lane while it has only one (main's thread
                                    // is then its one user: run_loop rotates inline), else 0
+  struct co_queue *rot_q;          // the queue run_loop's inner loop rotates: the running
+                                   // coroutine's, in one_lane; &no_rotation when it may not
+  struct exec_lane *rot_lane;      // one_lane when run_loop's inner loop began
+  uint64_t rot_below;              // 64 - the running priority, mod 64 (others_better_below)
 };
+
+// rot_q once the inner loop may not rotate any more: a queue no lane's best is.
+static struct co_queue no_rotation;
 
 static struct cops_thread main_thread;
 #define COPS_MAX_HELPERS 63        // executor threads besides main (lanes are shared past EXEC_MAX_LANES)
@@ -355,8 +362,10 @@ int cops_reprio(cid_t cid, uint32_t prio) {
   int r = V->exec_reprio(EX, cid, prio);
   // The running coroutine's priority is what the kernel ranks this process by:
   // publish a change to it at once, not at the next dispatch.
-  if (r == 0 && current && cid == co_cid_inline(current))
+  if (r == 0 && current && cid == co_cid_inline(current)) {
     *RUNNING_PRIO = prio;
+    me()->rot_q = &no_rotation;    // (run_loop's rotation is for the queue it had)
+  }
   crit_exit();
   return r;
 }
@@ -397,14 +406,64 @@ static inline __attribute__((always_inline)) int others_better_exact(uint64_t pr
   return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
 }
 
+// Usually neither has anything better: one test for both. Shifting left by
+// 64 - prio keeps only the bits below prio (at prio 0 the shift is 0 and
+// keeps them all: the exact test then finds nothing better than 0).
 static inline __attribute__((always_inline)) int others_better(uint64_t prio) {
-  // Usually neither has anything better: one test for both. Shifting left by
-  // 64 - prio keeps only the bits below prio (at prio 0 the shift is 0 and
-  // keeps them all: the exact test then finds nothing better than 0).
   uint64_t any = VVAR->kernel_bitmap | VVAR->global_bitmap;
   if (!(any << ((64 - prio) & 63)))
     return 0;
   return others_better_exact(prio);
+}
+
+// The same for run_loop's inner loop, which keeps the shift, below =
+// (64 - prio) & 63, and the vvar page's address in registers (prio is below
+// back: below is 0 only for prio 0).
+static inline __attribute__((always_inline)) int others_better_below(const struct vvar *vv,
+                                                                    uint64_t below) {
+  uint64_t any = vv->kernel_bitmap | vv->global_bitmap;
+  if (!(any << below))
+    return 0;
+  return others_better_exact((64 - below) & 63);
+}
+
+// The values run_loop's inner loop keeps in registers (see there).
+static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *one, uint64_t *running,
+                                                                    const struct vvar **vv) {
+  uint64_t o = CO_YIELD, r = CO_RUNNING;
+  const struct vvar *v = VVAR;
+  __asm__("" : "+r"(o), "+r"(r), "+r"(v));
+  *one = o;
+  *running = r;
+  *vv = v;
+}
+
+_Static_assert(EXEC_READY_WORD == CO_YIELD, "run_loop's `one` is both");
+
+// Run c for one turn; returns what it reported, and sets *prevp to it.
+// Every user coroutine switches by CACS (see run_loop), resumed inline here,
+// with the yield tested first: only a coroutine that is done has more to do
+// than the canary test. The coroutine is found through tp afterwards.
+static inline __attribute__((always_inline)) int run_once(struct co *c, struct co **prevp) {
+  if (c->kind == CO_STACKLESS) {
+    *prevp = c;
+    return c->poll(c->arg);
+  }
+  struct stackful *sf = c->arg;
+  long r = cacs_enter_raw(&sf);     // (result - CO_YIELD)
+  int res = CO_YIELD;
+  if (__builtin_expect(r == 0, 1))
+    stackful_check_canary(sf);
+  else
+    res = stackful_after_switch(sf, (int)r + CO_YIELD);
+  *prevp = me()->cur;
+  return res;
+}
+
+// stackful_after_switch out of line, called with sf and r where the switch
+// left them (a0, a1), so that the inner loop keeps no copy of sf for it.
+static __attribute__((noinline)) int after_switch_out(struct stackful *sf, long r) {
+  return stackful_after_switch(sf, (int)r + CO_YIELD);
 }
 
 // A drain the handler left to the loop (it struck during the loop's step),
@@ -509,39 +568,75 @@ static int run_loop(void) {
               st.blocked);
       return -1;
     }
-    // Tell the kernel what we run (it ranks processes by it).
+    // Tell the kernel what we run (it ranks processes by it), and step
+    // aside if the kernel or another process has better work than c.
     uint64_t prio = c->prio;
     *RUNNING_PRIO = prio;
-    // Run c, and while each yields to an equal, rotate inline (below).
+    if (others_better(prio))
+      yield();
+    res = run_once(c, &prev);
+    if (res != CO_YIELD)
+      continue;
+    struct cops_thread *t = me();
+    struct exec_lane *l = t->one_lane;
+    if (!l)
+      continue;                      // (several lanes: the general step)
+    // prev yielded: while each yields to an equal, rotate inline (below).
+    // The queue to rotate is prev's, in the one lane (its priority may have
+    // changed while it ran: cops_reprio published that). rot_q names it for
+    // as long as that holds (cops_alloc_cpu and cops_reprio of the running
+    // coroutine replace it by &no_rotation, which no lane's best ever
+    // equals), so that one load and one compare with the lane's best
+    // decide. The thread keeps l and
+    // below too: a stackful coroutine's switch takes every register, so the
+    // loop loads them again after it, and a stackless one's poll keeps them
+    // where they are (were they live across the switch, the compiler would
+    // keep them on the stack for both kinds). All this is set up here, at
+    // the first yield, not at each dispatch: a coroutine that blocks or
+    // ends (the general step) pays none of it.
+    prio = prev->prio;
+    t->rot_q = &l->ready[prio];
+    uint64_t below = (64 - prio) & 63;
+    t->rot_lane = l;
+    t->rot_below = below;
+    // The constants the inner loop stores and compares, and the vvar page's
+    // address, in registers too, by the same rule: hidden from the compiler
+    // (an empty asm), which would otherwise form them again on every turn.
+    uint64_t one, running;
+    const struct vvar *vv;
+    keep_in_registers(&one, &running, &vv);
     for (;;) {
-      // Step aside if the kernel or another process has better work than
-      // this coroutine.
-      if (others_better(prio))
+      step_begin();
+      // prev's queue is the lane's best: it goes to its tail, the head runs.
+      struct co_queue *q = me()->rot_q;
+      if (l->best != q)
+        break;                       // (the general step above sets cur again)
+      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: below holds)
+      step_end(c);
+      if (others_better_below(vv, below))
         yield();
       if (c->kind == CO_STACKLESS) {
-        res = c->poll(c->arg);
         prev = c;
+        int r = c->poll(c->arg);
+        if ((uint64_t)(int64_t)r != one) {     // (one is CO_YIELD)
+          res = r;
+          break;
+        }
       } else {
-        // stackful_resume_cacs, with the yield tested first: only a
-        // coroutine that is done has more to do than the canary test.
+        // run_once's stackful half, with the state above loaded again.
         struct stackful *sf = c->arg;
-        res = cacs_enter(&sf);
-        if (__builtin_expect(res == CO_YIELD, 1))
-          stackful_check_canary(sf);
-        else
-          res = stackful_after_switch(sf, res);
+        long r = cacs_enter_raw(&sf);   // (0 for a yield)
+        if (__builtin_expect(r != 0, 0)) {
+          res = after_switch_out(sf, r);
+          prev = me()->cur;
+          break;
+        }
+        stackful_check_canary(sf);
         prev = me()->cur;
+        l = me()->rot_lane;
+        below = me()->rot_below;
+        keep_in_registers(&one, &running, &vv);
       }
-      if (res != CO_YIELD)
-        break;
-      step_begin();
-      prio = prev->prio;             // (c will have it too)
-      struct exec_lane *l = me()->one_lane;
-      struct co_queue *q;
-      if (!l || !(q = exec_rotation_queue(l, prev)))
-        break;                       // (the general step above sets cur again)
-      c = exec_rotate(q, prev);
-      step_end(c);
     }
   }
 }
@@ -564,6 +659,7 @@ int cops_alloc_cpu(int n) {
     // before the thread can queue anything there.
     uint32_t lanes = (uint32_t)nhelpers + 2;
     me()->one_lane = 0;            // (only this thread can have it: the only one so far)
+    me()->rot_q = &no_rotation;    // (a coroutine calls this: stop the loop's rotation)
     t->lane = (uint32_t)(nhelpers + 1) % EXEC_MAX_LANES;
     V->exec_set_lanes(EX, lanes < EXEC_MAX_LANES ? lanes : EXEC_MAX_LANES);
     // Counted before it starts: its run_loop, finding nothing ready at once,

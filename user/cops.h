@@ -83,9 +83,11 @@ int cops_start(int argc, char **argv);
 // The calling coroutine's stackful record. tp points at the thread's runtime
 // state, whose first word is the coroutine it runs (user/cops.c).
 static inline __attribute__((always_inline)) struct stackful *cops_stackful_self(void) {
-  struct co *const *cur;
-  __asm__ volatile("mv %0, tp" : "=r"(cur));
-  return (struct stackful *)(*cur)->arg;
+  struct co *cur;
+  // (Loaded off tp in one instruction: C would copy tp to another register
+  // first. Volatile, so that it is not moved across the switches, which are.)
+  __asm__ volatile("ld %0, 0(tp)" : "=r"(cur));
+  return (struct stackful *)cur->arg;
 }
 
 // Every user coroutine switches by CACS (cops.c makes them so): suspend to

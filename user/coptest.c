@@ -1,6 +1,7 @@
 // coptest: the COPS API inside a user process, on the executor shared through
 // the vDSO. Checks priority order, FIFO within a priority, wake before block
-// (both kinds), stale and foreign cids, reprio, 10,000 live coroutines, and
+// (both kinds), stale and foreign cids, reprio (also of a coroutine that
+// yields to an equal), 10,000 live coroutines, and
 // stackful coroutines that block deep in a call chain. One line per check, then
 // "coptest: N passed, M failed"; the exit status is M.
 #include "cops.h"
@@ -103,6 +104,57 @@ static void test_reprio(void) {
   check("reprio-moves-queue", rp_log[0] * 10 + rp_log[1], 21);
 }
 
+// ---- reprio of the running coroutine while the loop rotates two equals ----
+// A and B at priority 2 yield to each other (run_loop's inline rotation). On
+// its second turn A moves itself to 6 and yields: it must leave priority 2's
+// queue for 6's, so that B finishes its turns, then main (4) runs before A's
+// last turn. A loop that went on rotating A in the queue it had would run A
+// again before B is done, and break the invariants.
+static char rr_log[16];
+static int rr_len, rr_a_runs, rr_b_runs;
+static int rr_a_poll(void *arg) {
+  (void)arg;
+  rr_log[rr_len++] = 'a';
+  if (++rr_a_runs == 2)
+    cops_reprio(cops_current(), 6);
+  return rr_a_runs == 3 ? CO_DONE : CO_YIELD;
+}
+static void rr_a_body(void *arg) {
+  (void)arg;
+  rr_log[rr_len++] = 'a';
+  cops_yield();
+  rr_log[rr_len++] = 'a';
+  cops_reprio(cops_current(), 6);
+  cops_yield();
+  rr_log[rr_len++] = 'a';
+}
+static int rr_b_poll(void *arg) {
+  (void)arg;
+  rr_log[rr_len++] = 'b';
+  return ++rr_b_runs == 3 ? CO_DONE : CO_YIELD;
+}
+
+static void test_reprio_rotating(int stackful) {
+  rr_len = rr_a_runs = rr_b_runs = 0;
+  if (stackful)
+    cops_spawn_stackful(rr_a_body, 0, 2);
+  else
+    cops_spawn(rr_a_poll, 0, 2);
+  cops_spawn(rr_b_poll, 0, 2);
+  cops_yield();                      // A and B run (2 is better than main's 4)
+  rr_log[rr_len] = 0;
+  check(stackful ? "reprio-while-rotating-stackful" : "reprio-while-rotating",
+        strcmp(rr_log, "ababb"), 0);
+  check_invariants(stackful ? "reprio-while-rotating-stackful-invariants"
+                            : "reprio-while-rotating-invariants");
+  cops_reprio(cops_current(), 7);    // A's last turn, at 6
+  cops_yield();
+  cops_reprio(cops_current(), COPS_MAIN_PRIO);
+  rr_log[rr_len] = 0;
+  check(stackful ? "reprio-while-rotating-stackful-last" : "reprio-while-rotating-last",
+        strcmp(rr_log, "ababba"), 0);
+}
+
 // ---- 10,000 coroutines alive at once ----
 #define MANY 10000
 static int many_go, many_done;
@@ -190,6 +242,8 @@ int main(void) {
   test_wake_before_block();
   test_cids();
   test_reprio();
+  test_reprio_rotating(0);
+  test_reprio_rotating(1);
   test_many();
   test_deep();
   check_invariants("final-invariants");

@@ -218,13 +218,14 @@ void exec_get_stats(struct executor *ex, struct exec_stats *st);
 // exec_init has set it): prev's queue is that lane's best (the queue, or 0).
 // The caller must know that the executor has one lane: the user runtime
 // does, since it adds lanes itself (cops_alloc_cpu), and keeps l only while
-// there is one. Then exec_rotate does what exec_next_on(ex, 0, prev,
-// CO_YIELD) would: prev goes to the tail of that queue and its head runs; the
-// queue stays non-empty, so no bitmap changes. The caller excludes
-// everything else that may use the executor, as exec_lock1_* does (the user
-// runtime: its loop's step, which its interrupt handler stays out of; one
-// lane means one thread there). Inline code in user binaries fixes this
-// layout: VDSO_VERSION (vdso.h) counts it.
+// there is one (its loop asks the same question of a queue it keeps for as
+// long as the answer can only depend on l->best). Then exec_rotate does
+// what exec_next_on(ex, 0, prev, CO_YIELD) would: prev goes to the tail of
+// that queue and its head runs; the queue stays non-empty, so no bitmap
+// changes. The caller excludes everything else that may use the executor,
+// as exec_lock1_* does (the user runtime: its loop's step, which its
+// interrupt handler stays out of; one lane means one thread there). Inline
+// code in user binaries fixes this layout: VDSO_VERSION (vdso.h) counts it.
 static inline __attribute__((always_inline)) struct co_queue *
 exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
   struct co_queue *q = &l->ready[prev->prio];
@@ -238,18 +239,32 @@ exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
   return q;
 }
 
-static inline __attribute__((always_inline)) struct co *exec_rotate(struct co_queue *q,
-                                                                    struct co *prev) {
+// EXEC_READY_WORD is the halfword of state and wake_pending for a ready
+// coroutine with no wake pending (little-endian: state is the low byte).
+// exec_rotate_k takes it and CO_RUNNING as arguments, for a loop that keeps
+// them in registers across its turns instead of forming them on each
+// (user/cops.c); exec_rotate is it with the constants.
+#define EXEC_READY_WORD ((uint16_t)CO_READY)
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "EXEC_READY_WORD");
+_Static_assert(offsetof(struct co, wake_pending) == offsetof(struct co, state) + 1 &&
+               offsetof(struct co, state) % 2 == 0, "state and wake_pending: one halfword");
+static inline __attribute__((always_inline)) struct co *
+exec_rotate_k(struct co_queue *q, struct co *prev, uint64_t ready_word, uint64_t running) {
   struct co *c = q->head, *t = q->tail;
   t->next = prev;
   prev->prev = t;
   prev->next = 0;
   q->tail = prev;
   q->head = c->next;              // not empty: prev is behind c at least
-  prev->wake_pending = 0;
-  prev->state = CO_READY;
-  c->state = CO_RUNNING;
+  typedef uint16_t __attribute__((may_alias)) halfword;
+  *(halfword *)&prev->state = (uint16_t)ready_word;
+  c->state = (uint8_t)running;
   return c;
+}
+
+static inline __attribute__((always_inline)) struct co *exec_rotate(struct co_queue *q,
+                                                                    struct co *prev) {
+  return exec_rotate_k(q, prev, EXEC_READY_WORD, CO_RUNNING);
 }
 
 // Index of the lowest set bit of a non-zero word, without Zbb: isolate the lowest

@@ -1,6 +1,8 @@
 // Stackful coroutine setup and first entry (see stackful.h).
 #include "stackful.h"
 
+_Static_assert(offsetof(struct stackful, exec_cacs.pc) == 32, "switch.S (stackful_trampoline) uses this offset");
+
 // First code a new coroutine runs (reached from stackful_trampoline in switch.S,
 // which takes sf from s0). When fn returns the coroutine reports CO_DONE and
 // switches away for good; its stack is released on the executor side.

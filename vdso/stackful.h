@@ -6,8 +6,8 @@
 //   - CACS (context-aware context switching, Photon): an inline-asm switch that
 //     stores only sp, the frame pointer and the resume address, and declares every
 //     other register clobbered. The compiler then spills only what is live at that
-//     call site. It jumps through t1, not a link register (x1/x5), so the
-//     return-address predictor's stack is not corrupted.
+//     call site. It jumps through t1 and links into t2, not a link register
+//     (x1/x5), so the return-address predictor's stack is not corrupted.
 //   - full save: the classic out-of-line switch (ra, sp, s0-s11), for switches
 //     that are not at a known call site and as the benchmark baseline.
 // A coroutine uses one kind for its whole life (chosen at init).
@@ -65,22 +65,30 @@ void stackful_trampoline(void);                                         // switc
 
 // The CACS switch between a coroutine and the executor. Both contexts live in
 // the coroutine's struct stackful, so one base register (a0 = sf) addresses
-// both, and the coroutine's result travels in a1, not through memory. s0 is the
+// both, and the coroutine's result travels in a1, not through memory (as
+// result - CO_YIELD: the common yield is 0, which the executor tests with one
+// branch, against a register it need not load with 1 first). s0 is the
 // frame pointer, which GCC does not let asm clobber, so it is saved explicitly.
+// The side that switches away does not store its own resume address (that
+// would take an auipc and an addi to form it, and a store): its jump links
+// it into t2, and the side that resumes stores it, at its own resume point,
+// into the slot the switch took its pc from, which is the other side's (the
+// first entry does the same in stackful_trampoline). Six instructions and
+// that store, where forming the address was nine. t2, not ra or t0: a jump
+// that links into x1 or x5 pushes onto the return-address predictor's stack,
+// and nothing would pop it.
 #define CACS_CLOBBERS "ra", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a2", "a3", "a4", \
   "a5", "a6", "a7", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", \
   "memory" CACS_FP_CLOBBERS
 
 #define CACS_SWITCH(save, load)                                   \
-      "la   t1, 1f\n\t"                                          \
       "sd   sp, %[" save "_sp](a0)\n\t"                           \
-      "sd   t1, %[" save "_pc](a0)\n\t"                           \
       "sd   s0, %[" save "_fp](a0)\n\t"                           \
       "ld   sp, %[" load "_sp](a0)\n\t"                           \
       "ld   t1, %[" load "_pc](a0)\n\t"                           \
       "ld   s0, %[" load "_fp](a0)\n\t"                           \
-      "jr   t1\n"                                                 \
-      "1:\n\t"
+      "jalr t2, 0(t1)\n\t"                                       \
+      "sd   t2, %[" load "_pc](a0)\n\t"
 
 #define CACS_OFFSETS                                                              \
   [co_sp] "i"(offsetof(struct stackful, co_cacs.sp)),                             \
@@ -90,8 +98,9 @@ void stackful_trampoline(void);                                         // switc
   [ex_pc] "i"(offsetof(struct stackful, exec_cacs.pc)),                           \
   [ex_fp] "i"(offsetof(struct stackful, exec_cacs.fp))
 
-// Executor side: switch into the coroutine; returns the result it passed back.
-static inline __attribute__((always_inline)) int cacs_enter(struct stackful **sfp) {
+// Executor side: switch into the coroutine; returns what it passed back in
+// a1, result - CO_YIELD (a long, as a1 holds it: 0 for a yield).
+static inline __attribute__((always_inline)) long cacs_enter_raw(struct stackful **sfp) {
   register struct stackful *a0 __asm__("a0") = *sfp;
   register long a1 __asm__("a1");
   __asm__ volatile(CACS_SWITCH("ex", "co")
@@ -99,13 +108,18 @@ static inline __attribute__((always_inline)) int cacs_enter(struct stackful **sf
                    : CACS_OFFSETS
                    : CACS_CLOBBERS);
   *sfp = a0;              // the coroutine hands sf back in a0: no reload needed
-  return (int)a1;
+  return a1;
+}
+
+// The same, returning the result itself.
+static inline __attribute__((always_inline)) int cacs_enter(struct stackful **sfp) {
+  return (int)cacs_enter_raw(sfp) + CO_YIELD;
 }
 
 // Coroutine side: switch back to the executor, reporting result.
 static inline __attribute__((always_inline)) void cacs_leave(struct stackful *sf, int result) {
   register struct stackful *a0 __asm__("a0") = sf;
-  register long a1 __asm__("a1") = result;
+  register long a1 __asm__("a1") = (long)result - CO_YIELD;
   __asm__ volatile(CACS_SWITCH("co", "ex")
                    : "+r"(a0), "+r"(a1)
                    : CACS_OFFSETS

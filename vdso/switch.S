@@ -38,9 +38,13 @@ full_switch:
         ret
 
 # First instruction of every stackful coroutine: s0 holds its struct stackful.
+# A CACS coroutine arrives from the switch in stackful.h, which left the
+# executor's resume address in t2 for the side it resumes to store: store it
+# in exec_cacs.pc (offset 32; a full-save coroutine does not use that slot).
 # Clear s0 and ra so a backtrace from inside the coroutine ends here.
 .globl stackful_trampoline
 stackful_trampoline:
+        sd      t2, 32(s0)
         mv      a0, s0
         li      s0, 0
         li      ra, 0
