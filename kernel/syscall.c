@@ -531,6 +531,62 @@ int syscall_fast(struct thread *t) {
   return 0;
 }
 
+// The async form's clamp of the caller's priority (a4: the runtime supplies
+// it, the kernel trusts nothing of it).
+static uint32_t async_prio(uint64_t a4) {
+  uint32_t prio = a4 < NPRIO_DEFAULT ? (uint32_t)a4 : NPRIO_DEFAULT - 1;
+  return prio < USER_PRIO_CEILING ? USER_PRIO_CEILING : prio;
+}
+
+// Called by uservec for an async read or write (a7 = SYS_read or SYS_write
+// | SYS_ASYNC), like syscall_fast: on the switcher's stack, interrupts off,
+// before s1-s11 and the pc are saved. 0 if the call is answered here (a0
+// set: its result, or -EINPROGRESS once a kernel coroutine has it), 1 if the
+// full path must take the trap (nothing done yet). The submit of an async
+// call never waits and never needs the switcher's loop afterwards, so it
+// can take the short path; this saves the full trap's other half (about 190
+// instructions of the async round trip). Only for a pipe, in a process
+// with one thread (the descriptor then cannot be closed under the call), and
+// only when the call's kernel coroutine will not be of better priority than
+// the process (the full path would yield to it at once); with every other
+// duty of the full path as in syscall_fast. Sockets take the full path:
+// the network stack's lock may make its caller wait for other harts.
+int syscall_fast_async(struct thread *t) {
+  struct proc *p = t->proc;
+  uint64_t *x = t->uc.x;
+  if (trace_enabled || p->killed || p->ring_waiting ||
+      __atomic_load_n(&t->ui.n.uip, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&p->live_threads, __ATOMIC_RELAXED) != 1 || x[REG_A0 + 5] == CID_NONE)
+    return 1;
+  struct file *f = fd_file(p, x[REG_A0]);
+  if (!f || (f->type != F_PIPE_READ && f->type != F_PIPE_WRITE))
+    return 1;
+  uint32_t prio = async_prio(x[REG_A0 + 4]);
+  uint32_t rank = prio_publish_unless_kernel(p);
+  if (rank == PRIO_KERNEL_FIRST || prio < rank)
+    return 1;
+  kco_reprio_self(rank);
+  p->traps++;
+  p->syscalls++;
+  struct sysargs sa;
+  sa.nr = x[REG_A7] & ~(uint64_t)SYS_ASYNC;
+  sa.a = &x[REG_A0];
+  sa.call = calls[sa.nr];
+  sa.wq = 0;
+  sa.deadline = 0;
+  sa.sock = 0;
+  sa.file = 0;
+  long r = sa.call(t, &sa, 0);
+  if (r == WOULD_BLOCK && (r = syswork_start(t, &sa, x[REG_A0 + 5], prio)) == 0) {
+    x[REG_A0] = (uint64_t)-EINPROGRESS;
+    return 0;                      // (syswork_start took what sa held)
+  }
+  if (sa.sock || sa.file)
+    sysargs_release(&sa);
+  x[REG_A0] = (uint64_t)r;
+  return 0;
+}
+
 // Try a parked call again (syswork_unpark gave it back to sa). Not
 // registered first: it was woken, so it most likely completes, and if not,
 // wait_for registers and tries once more.
@@ -634,9 +690,7 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     // does not. The kernel coroutine runs at the caller's priority (a4, which
     // the runtime supplies and the kernel clamps: user values are untrusted).
     cid_t cid = sa.a[5];
-    uint32_t prio = sa.a[4] < NPRIO_DEFAULT ? (uint32_t)sa.a[4] : NPRIO_DEFAULT - 1;
-    if (prio < USER_PRIO_CEILING)
-      prio = USER_PRIO_CEILING;
+    uint32_t prio = async_prio(sa.a[4]);
     r = cid == CID_NONE ? -EINVAL : syswork_start(t, &sa, cid, prio);
     if (r == 0) {
       t->uc.x[REG_A0] = (uint64_t)-EINPROGRESS;

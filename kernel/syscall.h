@@ -23,6 +23,7 @@ enum syscall_outcome syscall_resume(struct thread *t);
 // The trap's short way for calls that only read a value (kernel/uservec.S):
 // 0 if answered, 1 if the switching coroutine must take the call.
 int syscall_fast(struct thread *t);
+int syscall_fast_async(struct thread *t);   // an async pipe read or write (uservec)
 // self, a thread of a process whose other threads may sleep in uwait, has
 // entered the kernel: if the process's executor has ready coroutines, wake
 // one of those sleepers to take a share (see sys_uwait).

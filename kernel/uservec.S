@@ -11,7 +11,8 @@
 # The caller must have interrupts off: stvec points at uservec only in between.
 #
 # A system call that only reads a value (syscall_fast in kernel/syscall.c
-# says which) is answered without that return: uservec saves just the
+# says which), and the submit of an async read or write of a pipe
+# (syscall_fast_async), is answered without that return: uservec saves just the
 # registers C code may change and those the kernel replaces, calls
 # syscall_fast on the switcher's stack, and if it answers, restores them and
 # sret's. Otherwise (and for every other trap) it saves the rest and returns
@@ -112,13 +113,19 @@ uservec:
         li      t1, 8                   # EXC_ECALL_U
         bne     t0, t1, full
         li      t1, 32                  # a7 (still the caller's): a pure call?
-        bgeu    a7, t1, full            # (SYS_ASYNC makes it >= 32)
+        bgeu    a7, t1, 2f              # (SYS_ASYNC makes it >= 32)
         li      t1, PURE_CALLS
         srl     t1, t1, a7
         andi    t1, t1, 1
         beqz    t1, full
         call    syscall_fast            # a0 = uc = the thread (uc is its first member)
-        csrr    t0, sscratch
+        j       3f
+2:      li      t1, SYS_ASYNC | SYS_read   # or an async read or write?
+        beq     a7, t1, 4f
+        li      t1, SYS_ASYNC | SYS_write
+        bne     a7, t1, full
+4:      call    syscall_fast_async
+3:      csrr    t0, sscratch
         bnez    a0, 1f
         # Answered: straight back to U, past the ecall (s1-s11 were never touched).
         la      t1, uservec
