@@ -287,7 +287,10 @@ full=$(value yield_resume_fullsave)
   through the run queue, the process leaving and rejoining the global ranks
   as it blocks and wakes (`publish_moved`), and the copies (a copy within one
   page takes a short path: one translation, no page loop).
-- The async round trip's kernel coroutine is spawned at the submit and runs
+- The async round trip's submit takes the trap's short path
+  (syscall_fast_async: an async pipe read or write in a one-thread process,
+  about 100 instructions fewer than the full path). Its kernel coroutine is
+  spawned at the submit and runs
   inside the triggering write's trap: before that trap returns to U-mode the
   switcher runs ready stackless kernel work of its priority or better on its
   own stack (`kco_run_stackless`, one lane; several lanes yield into the loop
