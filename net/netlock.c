@@ -13,7 +13,7 @@
 // never handed to a sleeping waiter, so a spinner never waits for a dispatch.
 //
 // The bootarg netlock=spin makes it the spinlock it was before (kept for
-// comparison: make bench-smp runs both).
+// comparison: make bench-netlock runs both).
 #include "net.h"
 #include "hart.h"
 #include "kces.h"

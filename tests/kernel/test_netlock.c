@@ -15,7 +15,7 @@
 
 #define N_FUL 24                             // stackful
 #define N_SL 8                               // stackless: half submit/poll, half spin
-#define N_OPS 400
+#define N_OPS 300
 static struct ces_check chk;
 static volatile uint32_t n_done, n_started;
 static uint8_t ran[N_FUL + N_SL][N_OPS];
@@ -24,7 +24,7 @@ static uint64_t ticket[BOARD_MAX_HARTS];     // per hart: requests queued from i
 _Static_assert(N_FUL + N_SL <= CES_CHECK_COS && BOARD_MAX_HARTS <= CES_CHECK_QUEUES,
                "ces_check.h sizes");
 
-// A few hundred instructions, like a short lwIP call; and every 8th section
+// A few hundred instructions, like a short lwIP call; and every 16th section
 // on several harts holds on until another request has queued behind it (or a
 // bounded number of polls has passed), so that requests are combined and the
 // lock handed over even when the host runs the harts in turns.
@@ -34,8 +34,8 @@ static void section(void *arg) {
   ran[r->co][r->seq]++;
   for (volatile int k = 0; k < 100; k++)
     ;
-  if (r->seq % 8 == 0 && nharts_online > 1)
-    for (uint64_t q = net_lock_queued(), k = 0; k < 20000 && net_lock_queued() == q; k++)
+  if (r->seq % 16 == 0 && nharts_online > 1)
+    for (uint64_t q = net_lock_queued(), k = 0; k < 10000 && net_lock_queued() == q; k++)
       ;
 }
 
