@@ -9,8 +9,9 @@
 // cannot block (the switcher's first attempt of a system call, a stackless
 // worker deep in a call, anything holding a spinlock or testing a wait's
 // condition) spins on its own request instead: combining without the
-// exchange. The mutex is set up for spinners (ces_init_spinning): the lock is
-// never handed to a sleeping waiter, so a spinner never waits for a dispatch.
+// exchange. The mutex is set up for spinners (m->spinners, as
+// ces_init_spinning sets it): the lock is never handed to a sleeping waiter,
+// so a spinner never waits for a dispatch.
 //
 // The bootarg netlock=spin makes it the spinlock it was before (kept for
 // comparison: make bench-netlock runs both).

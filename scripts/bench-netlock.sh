@@ -7,13 +7,16 @@
 # says whether the lock was contended. The two locks alternate within each
 # round, ROUNDS rounds. Prints BENCH lines and writes docs/results/netlock.md.
 #
-#   scripts/bench-netlock.sh    (env: BUILD, MODELS, SMPS, N, ROUNDS, DURATION_S, OUT)
+#   scripts/bench-netlock.sh    (env: BUILD, MODELS, SMPS, LOCKS, N, ROUNDS, DURATION_S, OUT)
+#   LOCKS: the order within a round ("ces spin" by default; "spin ces" checks
+#   that the order does not decide the result)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, qemu_cmd, free_port
 OUT=${OUT:-docs/results/netlock.md}
 MODELS=${MODELS:-kcuc ktut}
 SMPS=${SMPS:-2 1}
+LOCKS=${LOCKS:-ces spin}
 N=${N:-15}
 ROUNDS=${ROUNDS:-3}
 DURATION_S=${DURATION_S:-5}
@@ -31,7 +34,7 @@ declare -A rps=() lockline=()
 for round in $(seq 1 "$ROUNDS"); do
   for model in $MODELS; do
     for smp in $SMPS; do
-      for lock in ces spin; do
+      for lock in $LOCKS; do
         key=$model/$smp/$lock/$round
         extra=
         [ $lock = spin ] && extra=" netlock=spin"
@@ -62,7 +65,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) pr
   echo
   echo "Produced by \`scripts/bench-netlock.sh\` on $(date -u +%F): one kernel, booted with"
   echo "the CES network lock (default) or \`netlock=spin\` (the spinlock it replaced),"
-  echo "alternating within each of $ROUNDS rounds. QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'),"
+  echo "alternating ($LOCKS) within each of $ROUNDS rounds. QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'),"
   echo "TCG, no \`-icount\`; host: $(nproc) cores, shared with other jobs. matrixd under"
   echo "the host client's closed loop: 128 connections, ${N} x ${N} matrices, ${DURATION_S} s. After"
   echo "the load, the monitor's \`stats\` gives the lock's counters since boot."
@@ -71,7 +74,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) pr
   echo "|---|---|---|---|---|---|---|---|---|"
   for model in $MODELS; do
     for smp in $SMPS; do
-      for lock in ces spin; do
+      for lock in $LOCKS; do
         all=
         for round in $(seq 1 "$ROUNDS"); do all+="${rps[$model/$smp/$lock/$round]:-} "; done
         med=$(median <<< "$all")
