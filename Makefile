@@ -14,6 +14,9 @@
 #                     (about 15 minutes; QUICK=1: about 5, fewer points)
 #   make bench-smp    spinlock / FIFO hand-off / CES mutex at 1, 2, 4 harts (no
 #                     -icount) -> docs/results/smp.md
+#   make bench-netlock the network lock as a CES mutex against the spinlock it
+#                     replaced (bootargs netlock=spin), matrixd on 1 and 2 harts,
+#                     with the lock's contention counters -> docs/results/netlock.md
 #   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0); with our
 #                     QEMU built (make qemu-n, or NATIVE=1) also on native N
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
@@ -103,7 +106,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-flat bench-burst bench-micro bench-smp eval trace soak clean client
+.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-flat bench-burst bench-micro bench-smp bench-netlock eval trace soak clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -177,6 +180,9 @@ bench-micro: $(KERNEL) $(QEMU_DEP)
 
 bench-smp: $(KERNEL)
 	@bash scripts/bench-smp.sh
+
+bench-netlock: $(KERNEL)
+	@bash scripts/bench-netlock.sh
 
 bench: $(KERNEL) client
 	@bash scripts/bench-net.sh

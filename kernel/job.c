@@ -7,6 +7,7 @@
 #include "poweroff.h"
 #include "proc.h"
 #include "fd.h"
+#include "net.h"
 #include "board.h"
 #include "trace.h"
 
@@ -87,6 +88,10 @@ void start_main_job(const char *args) {
       us = us * 10 + (uint32_t)(*p - '0');
     sched_set_idle_poll(us);
     kprintf("sched: idle harts poll %u us before they halt\n", us);
+  }
+  if (bootarg(args, "netlock", val, sizeof val) && strcmp(val, "spin") == 0) {
+    net_lock_use_spinlock(1);
+    kprintf("net: the network lock is a spinlock (netlock=spin)\n");
   }
   if (bootarg(args, "nofile", val, sizeof val)) {
     long n = 0;

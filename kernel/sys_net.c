@@ -133,7 +133,8 @@ static long transfer(struct thread *t, struct sysargs *sa, int may_block, int is
   if (!user_range_ok(p, sa->a[1], (uint64_t)n, is_send ? PTE_R : PTE_W))
     return -EFAULT;
   for (;;) {
-    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n) : sock_recv(s, p->pagetable, sa->a[1], n);
+    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, may_block)
+                     : sock_recv(s, p->pagetable, sa->a[1], n, may_block);
     if (r != -EAGAIN)
       return r;
     if ((r = sock_wait(p, sa, may_block, is_send ? SOCK_SEND : SOCK_RECV)) != 0)

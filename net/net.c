@@ -1,4 +1,4 @@
-// The network stack's lifecycle, its lock, and lwIP's timeouts (net/net.h).
+// The network stack's lifecycle and lwIP's timeouts (net/net.h; its lock: net/netlock.c).
 #include "net.h"
 #include "hart.h"
 #include "kco.h"
@@ -12,7 +12,6 @@
 #include "lwip/init.h"
 #include "lwip/timeouts.h"
 
-static struct spinlock lock = SPINLOCK_INIT("net");
 static int started;
 static struct net_stats stats;
 
@@ -20,8 +19,11 @@ static struct net_stats stats;
 // It sleeps until that deadline; if a call into lwIP schedules an earlier one
 // (a TCP connection becoming active starts the TCP timer), net_unlock wakes it
 // to re-arm. Idle, it wakes only for lwIP's own slow cyclic timers (ARP, 1 s).
+// It takes the lock with net_lock (spinning if it must): it runs a few times a
+// second, and as a request its continuation could lose a re-arm wake merged
+// with the request's own.
 static cid_t timer_cid;
-static uint64_t armed_deadline;      // rdtime value the timer coroutine sleeps until; guarded by lock
+static uint64_t armed_deadline;      // rdtime value the timer coroutine sleeps until; under the network lock
 
 static uint64_t ms_to_ticks(uint32_t ms) { return (uint64_t)ms * (board.timebase_hz / 1000); }
 
@@ -36,31 +38,24 @@ static int timer_poll(void *arg) {
   uint64_t deadline = sleep_ms == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? UINT64_MAX
                                                                  : rdtime() + ms_to_ticks(sleep_ms);
   armed_deadline = deadline;
-  cid_t loop = loopif_kick_locked();   // a retransmission may have gone to loopback
-  spin_unlock(&lock);                // not net_unlock: nothing to re-arm
+  net_unlock();                      // (nothing to re-arm: the deadline is fresh)
   if (deadline != UINT64_MAX)
     timer_add(deadline, kco_current());
-  if (loop)
-    kco_wake(loop);
   return CO_PENDING;
 }
 
-void net_lock(void) { spin_lock(&lock); }
-
-void net_unlock(void) {
-  int rearm = 0;
+// The wakes are made under the lock (kco_wake is safe anywhere), so that a
+// section run by a combiner for someone else needs nothing after it.
+void net_section_end(void) {
   if (timer_cid) {
     uint32_t sleep_ms = sys_timeouts_sleeptime();
     if (sleep_ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
         rdtime() + ms_to_ticks(sleep_ms) < armed_deadline) {
       armed_deadline = 0;            // one wake is enough until it re-arms
-      rearm = 1;
+      kco_wake(timer_cid);
     }
   }
   cid_t loop = loopif_kick_locked();   // packets queued for loopback: deliver them
-  spin_unlock(&lock);
-  if (rearm)
-    kco_wake(timer_cid);
   if (loop)
     kco_wake(loop);
 }
@@ -96,9 +91,10 @@ int net_start(void) {
 }
 
 void net_get_stats(struct net_stats *st) {
-  spin_lock(&lock);
+  net_lock();
   *st = stats;
-  spin_unlock(&lock);
+  net_lock_stats(st);
+  net_unlock();
 }
 
 // Counters kept for net/netif.c, which calls these with the lock held.
@@ -128,5 +124,8 @@ static void print_stats(stats_out_fn *out) {
   net_get_stats(&ns);
   out("     lwIP: rx %lu frames, %lu dropped; tx %lu frames, %lu refused (card full); timer runs %lu\n",
       ns.rx_frames, ns.rx_dropped, ns.tx_frames, ns.tx_full, ns.timer_runs);
+  out("     lock (%s): sections %lu, found held %lu, combined %lu, handed over %lu\n",
+      net_lock_is_spinlock() ? "spinlock" : "CES", ns.lock_sections, ns.lock_queued,
+      ns.lock_combined, ns.lock_handoffs);
 }
 STATS_SOURCE(41, "net", print_stats);

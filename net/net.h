@@ -1,8 +1,10 @@
 // The network stack: lwIP 2.1.3 (raw API, NO_SYS = 1) over the virtio-net card.
 //
-// lwIP is not thread-safe, so every call into it, from any hart, is made with
-// the network lock held (net_lock/net_unlock). lwIP's callbacks therefore run
-// with it held too; they only update socket state and wake wait queues.
+// lwIP is not thread-safe, so every call into it, from any hart, is a
+// critical section of the network lock (net/netlock.c: a CES mutex). lwIP's
+// callbacks therefore run with it held too; they only update socket state and
+// wake wait queues. A section must not block, and must not care which hart or
+// coroutine runs it: under contention another hart may run it for its caller.
 // Two kernel coroutines drive the stack (net/netif.c, net/net.c): the receive
 // coroutine, woken by the card's interrupt, feeds frames to lwIP; the timer
 // coroutine runs lwIP's timeouts when the next one is due.
@@ -21,14 +23,45 @@
 int net_start(void);
 int net_started(void);
 
+// net/netlock.c. Three ways to run a section; every one ends with
+// net_section_end (below).
+//  - net_lock/net_unlock: the caller runs the code in between itself. If the
+//    lock is held it spins until it is handed the lock; fine anywhere (also
+//    with a spinlock held, or inside a KCO_WAIT_UNTIL condition).
+//  - net_run(fn, arg, may_block): fn(arg) as a request. may_block: the caller
+//    is a stackful coroutine that holds no spinlock and is in no wait's
+//    condition; under contention it sleeps while the holder runs fn, and is
+//    woken on another hart. Otherwise it spins on its request.
+//  - net_submit/net_poll: the same for a stackless coroutine: 1 if fn has
+//    run; 0: return CO_PENDING, and when woken call net_poll (1 once fn has
+//    run). r must stay valid until then.
+#include "ces.h"
+struct net_req {
+  struct ces_node node;
+  void (*fn)(void *);
+  void *arg;
+};
 void net_lock(void);
-void net_unlock(void);               // also re-arms the timer coroutine if lwIP asked for an earlier timeout
+void net_unlock(void);
+void net_run(void (*fn)(void *), void *arg, int may_block);
+int net_submit(struct net_req *r, void (*fn)(void *), void *arg);
+int net_poll(struct net_req *r);
+void net_lock_use_spinlock(int on);  // bootargs netlock=spin: a plain spinlock, as before
+int net_lock_is_spinlock(void);
+uint64_t net_lock_queued(void);      // requests that found the lock held, so far (tests)
+// net/net.c, at the end of every section: re-arm the timer coroutine if lwIP
+// asked for an earlier timeout, and wake the loopback coroutine if packets wait.
+void net_section_end(void);
 
 struct net_stats {
   uint64_t rx_frames, rx_dropped;    // frames given to lwIP / dropped (no memory, bad input)
   uint64_t tx_frames, tx_full;       // frames sent / refused because every card buffer was busy
   uint64_t timer_runs;
+  // the network lock (net/netlock.c): sections run; requests that found it
+  // held; sections a combiner ran for another caller; hand-overs of the lock
+  uint64_t lock_sections, lock_queued, lock_combined, lock_handoffs;
 };
+void net_lock_stats(struct net_stats *st);   // with the lock held
 void net_get_stats(struct net_stats *st);
 
 // net/netif.c

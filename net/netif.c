@@ -2,9 +2,13 @@
 //
 // Receive: a stackless kernel coroutine sleeps on the driver's wait queue; the
 // card's interrupt wakes it, and it hands every received frame to lwIP
-// (copied into a pbuf, so the card gets its buffer back at once). It handles
-// at most RX_BATCH frames per run and then yields, so a flood of packets cannot
-// keep other kernel coroutines of its priority off the hart.
+// (copied into a pbuf, so the card gets its buffer back at once). It takes
+// up to RX_BATCH frames from the card and feeds them to lwIP in one section
+// of the network lock, as a request (net_submit): if the lock is held, the
+// holder runs the batch and this coroutine's hart goes on with other work
+// until it is woken to give the buffers back. After a full batch it yields,
+// so a flood of packets cannot keep other kernel coroutines of its priority
+// off the hart.
 // Transmit: lwIP's linkoutput copies the frame into one of the card's transmit
 // buffers. If all are in flight the frame is dropped with ERR_MEM, and TCP
 // retransmits it later, as it would after a loss on the wire.
@@ -65,25 +69,58 @@ static void input_frame(const uint8_t *frame, size_t len) {
   netif_count_rx(1);
 }
 
+// The receive coroutine's state: a batch of frames taken from the card,
+// kept here while its section waits for the lock.
+static struct rx {
+  struct waiter w;
+  struct net_req req;
+  int n;                             // frames in the batch; 0: none waiting
+  uint8_t *frame[RX_BATCH];
+  size_t len[RX_BATCH];
+} rx;
+
+static void rx_section(void *arg) {
+  struct rx *r = arg;
+  for (int i = 0; i < r->n; i++)
+    input_frame(r->frame[i], r->len[i]);
+}
+
+// The batch has been fed to lwIP: give the card its buffers back.
+static int rx_done(struct rx *r) {
+  int full = r->n == RX_BATCH;
+  for (int i = 0; i < r->n; i++)
+    vnet_rx_release(r->frame[i]);
+  r->n = 0;
+  return full;
+}
+
 static int rx_poll(void *arg) {
-  struct waiter *w = arg;
-  for (int n = 0; n < RX_BATCH; n++) {
+  struct rx *r = arg;
+  if (r->n) {                        // woken: has our batch's section run?
+    if (!net_poll(&r->req))
+      return CO_PENDING;
+    if (rx_done(r))
+      return CO_YIELD;
+  }
+  for (;;) {
     size_t len;
-    uint8_t *frame = vnet_rx_next(&len);
-    if (!frame) {
+    while (r->n < RX_BATCH && (r->frame[r->n] = vnet_rx_next(&len)) != 0)
+      r->len[r->n++] = len;
+    if (!r->n) {
       // Register, then look once more: a frame that arrived in between has
       // already woken us (or will find us registered).
-      waitq_add(vnet_rx_waitq(), w, kco_current());
-      if ((frame = vnet_rx_next(&len)) == 0)
+      waitq_add(vnet_rx_waitq(), &r->w, kco_current());
+      if ((r->frame[0] = vnet_rx_next(&len)) == 0)
         return CO_PENDING;
-      waitq_remove(vnet_rx_waitq(), w);
+      waitq_remove(vnet_rx_waitq(), &r->w);
+      r->len[r->n++] = len;
+      continue;                      // and whatever else came
     }
-    net_lock();
-    input_frame(frame, len);
-    net_unlock();
-    vnet_rx_release(frame);
+    if (!net_submit(&r->req, rx_section, r))
+      return CO_PENDING;             // the holder runs it; it wakes us
+    if (rx_done(r))
+      return CO_YIELD;
   }
-  return CO_YIELD;
 }
 
 int netif_virtio_start(void) {
@@ -102,8 +139,7 @@ int netif_virtio_start(void) {
   net_unlock();
   if (!nif)
     return -ENOMEM;
-  static struct waiter rx_waiter;
-  if (kco_spawn(rx_poll, &rx_waiter, NET_PRIO) < 0)
+  if (kco_spawn(rx_poll, &rx, NET_PRIO) < 0)
     return -ENOMEM;
   kprintf("net: 10.0.2.15/24 via 10.0.2.2, lwIP " LWIP_VERSION_STRING "\n");
   return 0;

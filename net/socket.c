@@ -1,6 +1,7 @@
 // Kernel TCP sockets over lwIP's raw API (see net/socket.h).
 //
-// Everything here runs under the network lock: the calls below take it, and
+// Everything here runs under the network lock (net/netlock.c): the calls below
+// take it (recv and send as requests a combiner may run for them), and
 // lwIP's callbacks (accept_cb, recv_cb, sent_cb, err_cb) are called by lwIP
 // with it held. The callbacks only record what happened and wake the socket's
 // wait queue; the data moves when a system call asks for it, so a process
@@ -20,7 +21,8 @@
 enum sock_state { S_NEW, S_BOUND, S_LISTEN, S_CONN, S_CLOSED, S_CONNECTING };
 
 struct socket {
-  int refs;                      // the descriptor's and every call in flight's
+  int refs;                      // the descriptor's and every call in flight's (atomic:
+                                 // sock_get takes one without the network lock)
   enum sock_state state;
   struct tcp_pcb *pcb;           // NULL once lwIP freed it (err_cb) or we let it go (close)
   // a connection
@@ -53,7 +55,7 @@ static struct socket *sock_alloc(void) {
 }
 
 static void put_locked(struct socket *s) {
-  if (--s->refs > 0)
+  if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
     return;
   if (s->rx)
     pbuf_free(s->rx);
@@ -286,8 +288,8 @@ static int conn_check(struct socket *s) {
   return s->state == S_CONN ? 0 : -ENOTCONN;
 }
 
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n) {
-  net_lock();
+// With the lock held (a section of sock_recv's, below).
+static long recv_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   long r = conn_check(s);
   if (r == 0 && s->rd_shut)
     r = 0;
@@ -318,15 +320,13 @@ long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   }
   if (r == 0 && !s->rd_shut && !s->rx && s->state == S_CONN)
     r = s->err ? s->err : s->rx_eof ? 0 : s->pcb ? -EAGAIN : -ENOTCONN;
-  net_unlock();
   return r;
 }
 
 #define SEND_CHUNK 512                // bytes copied from user memory per tcp_write
 
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n) {
+static long send_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   char tmp[SEND_CHUNK];
-  net_lock();
   long r = conn_check(s);
   if (r == 0)
     r = s->err ? s->err : (s->wr_shut || !s->pcb) ? -EPIPE : 0;
@@ -357,8 +357,34 @@ long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n) {
     }
     r = done ? done : -EAGAIN;
   }
-  net_unlock();
   return r;
+}
+
+// recv and send run as requests (net_run), so that a caller that may block
+// sleeps under contention while the holder runs them for it.
+struct xfer {
+  int send;
+  struct socket *s;
+  pte_t *pt;
+  uint64_t uva;
+  long n, r;
+};
+
+static void xfer_section(void *arg) {
+  struct xfer *x = arg;
+  x->r = (x->send ? send_locked : recv_locked)(x->s, x->pt, x->uva, x->n);
+}
+
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block) {
+  struct xfer x = { 0, s, pt, uva, n, 0 };
+  net_run(xfer_section, &x, may_block);
+  return x.r;
+}
+
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block) {
+  struct xfer x = { 1, s, pt, uva, n, 0 };
+  net_run(xfer_section, &x, may_block);
+  return x.r;
 }
 
 int sock_shutdown(struct socket *s, int how) {
@@ -463,13 +489,18 @@ void sock_close(struct socket *s) {
   net_unlock();
 }
 
-void sock_get(struct socket *s) {
-  net_lock();
-  s->refs++;
-  net_unlock();
-}
+// A reference is taken by someone who holds one already (a descriptor's
+// file, under its process's lock: kernel/sys_net.c), so it needs no network
+// lock: a few instructions, and the caller holds a spinlock.
+void sock_get(struct socket *s) { __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED); }
 
+// Only the last reference frees (with lwIP's pbufs, so under the lock).
 void sock_put(struct socket *s) {
+  int refs = __atomic_load_n(&s->refs, __ATOMIC_RELAXED);
+  while (refs > 1)
+    if (__atomic_compare_exchange_n(&s->refs, &refs, refs - 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+      return;
   net_lock();
   put_locked(s);
   net_unlock();
@@ -477,6 +508,8 @@ void sock_put(struct socket *s) {
 
 struct waitq *sock_waitq(struct socket *s) { return &s->wq; }
 
+// Called in a KCO_WAIT_UNTIL condition, so it takes the lock with net_lock
+// (spinning): a sleep there could swallow the wake the wait is for.
 int sock_ready(struct socket *s, enum sock_op op) {
   net_lock();
   int r;

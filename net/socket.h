@@ -36,8 +36,10 @@ int sock_refuse(struct socket *s);
 // Transfers between the socket and user memory at uva in page table pt (already
 // validated by the caller). recv: bytes, 0 when the peer has closed, -EAGAIN,
 // -ECONNRESET... send: bytes queued (at least 1), -EAGAIN, -EPIPE, -ECONNRESET...
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n);
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n);
+// may_block: the caller may sleep while the network lock is contended (see
+// net_run in net/net.h); 0 from the switcher and from stackless coroutines.
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block);
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block);
 // Start a connection to ip:port (ip in host order), or report on the one
 // started: -EAGAIN while the handshake runs, then 0 (once; -EISCONN after),
 // or -ECONNREFUSED / -ETIMEDOUT (the socket is spent), -ENETUNREACH, -EINVAL.

@@ -164,11 +164,12 @@ part_done kernel
 #      prints "<prog>: PASS|FAIL name". user_suite runs them all on the QEMU in $QEMU with -cpu $QEMU_CPU;
 #      it runs once on stock QEMU (emulated user interrupts) and once on ours
 #      with the N extension (native), check names prefixed by PREFIX ----
-# user_prog PREFIX NAME SMP ARGS: boot with user=ARGS; tally the program's lines.
+# user_prog PREFIX NAME SMP ARGS [BOOTARGS]: boot with user=ARGS (and more
+# bootargs); tally the program's lines.
 user_prog() {
   local prefix=$1 name=$2 smp=$3 args=$4 prog=${4%%,*}
   local log=$LOGS/${prefix//\//-}$name.log
-  run_qemu "$log" "$smp" 256M "user=$args"
+  run_qemu "$log" "$smp" 256M "user=$args${5:+ $5}"
   tally "$prefix$name/" "$log" "$prog: PASS " "$prog: FAIL "
   grep -q "coral: init (pid 1) exited with status 0" "$log" ||
     fail "$prefix$name/run" "$prog did not end with status 0 (see $log)"
@@ -183,6 +184,15 @@ user_suite() {   # user_suite PREFIX
       user_prog "$prefix" "$prog-smp$smp" $smp $prog
     done
   done
+  # the network lock (net/netlock.c) with four harts calling into the stack
+  # at once: its sections check that none overlaps another (the kernel stops
+  # at the first), and the programs that every request got its answer; and
+  # once with the spinlock it replaced (bootargs netlock=spin, kept for
+  # comparison), on two
+  for prog in socktest conntest; do
+    user_prog "$prefix" "$prog-smp4" 4 $prog
+  done
+  user_prog "$prefix" "conntest-netlock-spin-smp2" 2 conntest netlock=spin
   # async calls served by the other kernel modes: stackful kernel coroutines
   # (KMODE_THREAD) and the per-process polling thread (KMODE_POLLER)
   for kmode in 1 2; do

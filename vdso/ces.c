@@ -17,6 +17,10 @@
 //     sections: the holder hands that node over as OWNER (waking it with
 //     env->wake) and returns to its own continuation. The new owner runs its
 //     section and goes on combining.
+//     With m->spinners (ces.h, "Spinning callers") the batch limit hands
+//     over only to a waiter still awake, by a compare-and-swap from WAITING
+//     (no wake needed); a sleeping one's section is run for it, and the walk
+//     goes on to the next node.
 // Order and fairness: sections run in exactly the order the nodes were swapped
 // into m->tail, the linearization point of a request. Nothing overtakes; the
 // batch rule only decides which coroutine runs them. A combiner's own
@@ -56,7 +60,13 @@ void ces_init(struct ces_mutex *m, const struct ces_env *env, uint32_t batch) {
   m->env = env;
   m->batch = batch ? batch : CES_BATCH_DEFAULT;
   m->spin = 0;
-  m->sections = m->combined = m->handoffs = 0;
+  m->spinners = 0;
+  m->sections = m->combined = m->handoffs = m->queued = 0;
+}
+
+void ces_init_spinning(struct ces_mutex *m, const struct ces_env *env, uint32_t batch) {
+  ces_init(m, env, batch);
+  m->spinners = 1;
 }
 
 // Queue n. Returns 1 if the lock was free: then n holds it.
@@ -67,6 +77,7 @@ static int enqueue(struct ces_mutex *m, struct ces_node *n) {
   if (!prev)
     return 1;
   __atomic_store_n(&prev->next, n, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&m->queued, 1, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -118,9 +129,19 @@ static void combine(struct ces_mutex *m, struct ces_node *self, uint32_t ran) {
     if (!next)
       return;                             // the lock is free
     if (!next->fn || ran >= m->batch) {   // hand the lock (and the queue) on
-      m->handoffs++;
-      hand_over(m, next, CES_OWNER);
-      return;
+      if (!m->spinners || !next->fn) {
+        m->handoffs++;
+        hand_over(m, next, CES_OWNER);
+        return;
+      }
+      // Spinners about: only to a waiter that is awake (see ces.h). If it
+      // went to sleep, its compare-and-swap came first: run its section.
+      uint32_t s = CES_WAITING;
+      if (__atomic_compare_exchange_n(&next->state, &s, CES_OWNER, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {
+        m->handoffs++;
+        return;
+      }
     }
     next->fn(next->arg);
     m->sections++;
@@ -180,6 +201,35 @@ void ces_lock(struct ces_mutex *m, struct ces_node *n) {
   spin_a_while(m, n);
   while (!ces_poll(m, n))                 // a lock-form node is only ever made OWNER
     m->env->block();
+}
+
+// Combining without the exchange (ces.h, "Spinning callers"): wait on our own
+// node, awake, for a combiner to run our section or to hand us the lock.
+static uint32_t spin_until_served(struct ces_mutex *m, struct ces_node *n) {
+  uint32_t s;
+  for (uint32_t spins = 0; (s = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) == CES_WAITING;
+       spins++)
+    m->env->relax(spins);
+  return s;
+}
+
+void ces_run_spin(struct ces_mutex *m, void (*fn)(void *), void *arg) {
+  struct ces_node n;
+  if (submit(m, &n, fn, arg))
+    return;
+  if (spin_until_served(m, &n) == CES_OWNER) {   // at a combiner's batch limit
+    fn(arg);
+    m->sections++;
+    combine(m, &n, 1);
+  }
+}
+
+void ces_lock_spin(struct ces_mutex *m, struct ces_node *n) {
+  n->fn = 0;
+  n->arg = 0;
+  n->cid = m->env->current();
+  if (!enqueue(m, n))
+    spin_until_served(m, n);              // a lock-form node is only ever made OWNER
 }
 
 void ces_unlock(struct ces_mutex *m, struct ces_node *n) {

@@ -62,10 +62,14 @@ struct ces_mutex {
   uint32_t batch;                     // at most this many sections per turn (>= 1)
   uint32_t spin;                      // polls of its node before a waiter sleeps
                                       // (ces_init sets 0: sleep at once)
+  uint32_t spinners;                  // 1: some callers spin (ces_run_spin,
+                                      // ces_lock_spin); see "Spinning callers"
   // Counters, written by the holder only (read them when the mutex is quiet):
   uint64_t sections;                  // critical sections run
   uint64_t combined;                  // ... of which for another coroutine
   uint64_t handoffs;                  // times the lock passed to a waiter
+  uint64_t queued;                    // requests that found the lock held (atomic:
+                                      // written by the requesters)
 };
 
 // batch 0 means CES_BATCH_DEFAULT.
@@ -83,5 +87,22 @@ int ces_poll(struct ces_mutex *m, struct ces_node *n);
 // The lock form: the caller runs its section itself between the two.
 void ces_lock(struct ces_mutex *m, struct ces_node *n);
 void ces_unlock(struct ces_mutex *m, struct ces_node *n);
+
+// Spinning callers: combining without the exchange, for callers that cannot
+// block (a system call's first attempt on the switcher, a stackless
+// coroutine in the middle of a call chain). The caller polls its own node
+// (env->relax between polls) instead of sleeping: a combiner runs its section
+// for it, or hands it the lock. A mutex with such callers must set
+// m->spinners (ces_init_spinning): then the lock passes at a batch limit only
+// to a waiter that is still awake (a compare-and-swap from WAITING, which a
+// waiter going to sleep cannot race), and a sleeping waiter's section is run
+// for it instead, so no spinner ever waits behind a coroutine that must first
+// be dispatched (on one hart, or with every other hart busy at better
+// priorities, that dispatch might never come while the spinner holds its hart).
+// The lock form is then for spinners only (ces_lock_spin): a sleeping
+// lock-form waiter would have to be made owner.
+void ces_init_spinning(struct ces_mutex *m, const struct ces_env *env, uint32_t batch);
+void ces_run_spin(struct ces_mutex *m, void (*fn)(void *), void *arg);
+void ces_lock_spin(struct ces_mutex *m, struct ces_node *n);   // release: ces_unlock
 
 #endif

@@ -211,10 +211,19 @@ static struct ces_mutex stress_m;
 static struct ces_check chk;
 static uint8_t ran_count[STRESS_THREADS][STRESS_OPS];
 
+static int stress_spinners;                  // the mix with spinning callers
+
 static void stress_section(void *arg) {
   struct ces_check_req *r = arg;
   ces_check_section(&chk, r);
   ran_count[r->co][r->seq]++;
+  // With spinners, every 64th section holds on until another request has
+  // queued behind it (or a bounded number of polls has passed), so that the
+  // hand-over rule is exercised even when the host runs the threads in turns.
+  if (stress_spinners && r->seq % 64 == 0)
+    for (uint64_t q = __atomic_load_n(&stress_m.queued, __ATOMIC_RELAXED), k = 0;
+         k < 200 && __atomic_load_n(&stress_m.queued, __ATOMIC_RELAXED) == q; k++)
+      sched_yield();
 }
 
 static pthread_barrier_t stress_start;
@@ -228,7 +237,14 @@ static void *stress_main(void *arg) {
       ;
     // each thread is one coroutine and one queue; its requests in order
     struct ces_check_req r = { .co = t, .seq = i, .queue = (uint32_t)t, .ticket = (uint64_t)i + 1 };
-    if (i % 3 == 2) {
+    if (stress_spinners && i % 3 == 1) {
+      ces_run_spin(&stress_m, stress_section, &r);
+    } else if (stress_spinners && i % 3 == 2) {
+      struct ces_node n;
+      ces_lock_spin(&stress_m, &n);
+      stress_section(&r);
+      ces_unlock(&stress_m, &n);
+    } else if (i % 3 == 2) {
       struct ces_node n;
       ces_lock(&stress_m, &n);
       stress_section(&r);
@@ -261,9 +277,22 @@ static const struct ces_env sleeping_env = {
   .current = host_current, .block = sem_block, .wake = sem_wake,
   .wake_elsewhere = sem_wake, .relax = host_relax,
 };
+// env->wake is only ever a hand-over of the lock to a sleeping waiter.
+static uint32_t owner_wakes;
+static int sem_wake_owner(cid_t c) {
+  __atomic_fetch_add(&owner_wakes, 1, __ATOMIC_SEQ_CST);
+  return sem_wake(c);
+}
+static const struct ces_env spinning_env = {
+  .current = host_current, .block = sem_block, .wake = sem_wake_owner,
+  .wake_elsewhere = sem_wake, .relax = host_relax,
+};
 
 static void stress(const struct ces_env *env) {
-  ces_init(&stress_m, env, 8);
+  if (stress_spinners)                       // batch 1: every turn ends at a hand-over
+    ces_init_spinning(&stress_m, env, 1);
+  else
+    ces_init(&stress_m, env, 8);
   ces_check_reset(&chk);
   memset(ran_count, 0, sizeof ran_count);
   pthread_t th[STRESS_THREADS];
@@ -284,8 +313,9 @@ static void stress(const struct ces_env *env) {
   CHECK_EQ(bad, 0);
   CHECK(stress_m.tail == 0);
   CHECK_EQ(stress_m.sections, (uint64_t)STRESS_THREADS * STRESS_OPS);
-  printf("info test_ces/stress: %lu sections, %lu combined, %lu hand-offs\n",
-         (unsigned long)stress_m.sections, (unsigned long)stress_m.combined,
+  printf("info test_ces/stress%s: %lu sections, %lu queued, %lu combined, %lu hand-offs\n",
+         stress_spinners ? " (spinners)" : "", (unsigned long)stress_m.sections,
+         (unsigned long)stress_m.queued, (unsigned long)stress_m.combined,
          (unsigned long)stress_m.handoffs);
 }
 
@@ -293,12 +323,14 @@ static void test_stress_exclusion_and_exactly_once(void) { stress(&host_env); }
 
 // The same with sleeping waiters: no wake is lost (no wait times out), and
 // every wake was taken by a sleep (no semaphore keeps a count).
-static void test_stress_no_lost_or_stray_wake(void) {
+static void sems_init(void) {
   for (int t = 0; t <= STRESS_THREADS; t++)
     sem_init(&sleep_sem[t], 0, 0);
   lost_wakes = 0;
-  stress(&sleeping_env);
-  CHECK_EQ(lost_wakes, 0);
+}
+
+// Wakes no sleep took (left as counts on the semaphores), then done with them.
+static int sems_stray(void) {
   int stray = 0;
   for (int t = 0; t <= STRESS_THREADS; t++) {
     int v;
@@ -306,7 +338,29 @@ static void test_stress_no_lost_or_stray_wake(void) {
     stray += v;
     sem_destroy(&sleep_sem[t]);
   }
-  CHECK_EQ(stray, 0);
+  return stray;
+}
+
+static void test_stress_no_lost_or_stray_wake(void) {
+  sems_init();
+  stress(&sleeping_env);
+  CHECK_EQ(lost_wakes, 0);
+  CHECK_EQ(sems_stray(), 0);
+}
+
+// Sleeping waiters (ces_run) beside spinning ones (ces_run_spin and
+// ces_lock_spin) on a mutex set up for spinners (the network lock's mix):
+// exclusion, order, exactly once, no lost or stray wake, and the rule that
+// makes spinning safe: the lock is never handed to a sleeping waiter.
+static void test_stress_spinners_never_wait_for_a_sleeper(void) {
+  sems_init();
+  owner_wakes = 0;
+  stress_spinners = 1;
+  stress(&spinning_env);
+  stress_spinners = 0;
+  CHECK_EQ(lost_wakes, 0);
+  CHECK_EQ(owner_wakes, 0);
+  CHECK_EQ(sems_stray(), 0);
 }
 
 CHECK_MAIN_BEGIN("test_ces")
@@ -317,4 +371,5 @@ CHECK_MAIN_BEGIN("test_ces")
   RUN_TEST(test_submit_poll_stackless_form);
   RUN_TEST(test_stress_exclusion_and_exactly_once);
   RUN_TEST(test_stress_no_lost_or_stray_wake);
+  RUN_TEST(test_stress_spinners_never_wait_for_a_sleeper);
 CHECK_MAIN_END

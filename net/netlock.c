@@ -1,0 +1,128 @@
+// The network lock: lwIP's serialization as a CES mutex (net/net.h,
+// vdso/ces.h, docs/ARCHITECTURE.md "The network lock").
+//
+// Every call into lwIP is a critical section of one mutex. Under contention
+// the sections run back to back on the hart that holds it (the combiner), and
+// a waiter that may block goes on with other work meanwhile: a stackful
+// coroutine sleeps in ces_run and its continuation is woken on another hart,
+// a stackless one (the receive coroutine) returns CO_PENDING. A caller that
+// cannot block (the switcher's first attempt of a system call, a stackless
+// worker deep in a call, anything holding a spinlock or testing a wait's
+// condition) spins on its own request instead: combining without the
+// exchange. The mutex is set up for spinners (m->spinners, as
+// ces_init_spinning sets it): the lock is never handed to a sleeping waiter,
+// so a spinner never waits for a dispatch.
+//
+// The bootarg netlock=spin makes it the spinlock it was before (kept for
+// comparison: make bench-netlock runs both).
+#include "net.h"
+#include "hart.h"
+#include "kces.h"
+#include "printf.h"
+#include "spinlock.h"
+
+// Sections per combiner turn. A turn ends early at the first awake waiter
+// past it (ces.c), so this bounds the combiner's own delay only while
+// waiters spin; sleeping waiters are combined (they could not take over
+// without a dispatch).
+#define NET_BATCH 32
+
+static struct ces_mutex mx = { .env = &kces_env, .batch = NET_BATCH, .spinners = 1 };
+// net_lock's lock-form node, one per hart: its holder never leaves the hart
+// before net_unlock (a section never blocks, and interrupt handlers never
+// take the network lock).
+static struct ces_node lock_node[BOARD_MAX_HARTS];
+
+static struct spinlock spin = SPINLOCK_INIT("net");
+static int use_spin;                    // netlock=spin
+static uint64_t spin_sections, spin_queued;
+
+// Mutual exclusion, checked on every section: cheap (one exchange), and a
+// broken lock stops the kernel at the first overlap instead of corrupting lwIP.
+static uint32_t inside;
+
+void net_lock_use_spinlock(int on) { use_spin = on; }
+int net_lock_is_spinlock(void) { return use_spin; }
+
+static void enter(void) {
+  if (__atomic_exchange_n(&inside, 1, __ATOMIC_RELAXED))
+    kpanic("net: two sections of the network lock at once");
+}
+
+static void leave(void) {
+  net_section_end();
+  __atomic_store_n(&inside, 0, __ATOMIC_RELAXED);
+}
+
+void net_lock(void) {
+  if (use_spin) {
+    if (__atomic_load_n(&spin.locked, __ATOMIC_RELAXED))
+      __atomic_fetch_add(&spin_queued, 1, __ATOMIC_RELAXED);
+    spin_lock(&spin);
+  } else
+    ces_lock_spin(&mx, &lock_node[this_hart()->index]);
+  enter();
+}
+
+void net_unlock(void) {
+  leave();
+  if (use_spin) {
+    spin_sections++;
+    spin_unlock(&spin);
+  } else
+    ces_unlock(&mx, &lock_node[this_hart()->index]);
+}
+
+// A function section as a CES request: the checks and the epilogue around it.
+static void section(void *arg) {
+  struct net_req *r = arg;
+  enter();
+  r->fn(r->arg);
+  leave();
+}
+
+void net_run(void (*fn)(void *), void *arg, int may_block) {
+  if (use_spin) {
+    net_lock();
+    fn(arg);
+    net_unlock();
+    return;
+  }
+  struct net_req r = { .fn = fn, .arg = arg };
+  if (may_block)
+    ces_run(&mx, section, &r);
+  else
+    ces_run_spin(&mx, section, &r);
+}
+
+int net_submit(struct net_req *r, void (*fn)(void *), void *arg) {
+  r->fn = fn;
+  r->arg = arg;
+  if (use_spin) {
+    net_lock();
+    fn(arg);
+    net_unlock();
+    return 1;
+  }
+  return ces_submit(&mx, &r->node, section, r);
+}
+
+int net_poll(struct net_req *r) { return use_spin || ces_poll(&mx, &r->node); }
+
+uint64_t net_lock_queued(void) {
+  return __atomic_load_n(use_spin ? &spin_queued : &mx.queued, __ATOMIC_RELAXED);
+}
+
+// With the lock held: the mutex's counters are the holder's.
+void net_lock_stats(struct net_stats *st) {
+  if (use_spin) {
+    st->lock_sections = spin_sections;
+    st->lock_queued = __atomic_load_n(&spin_queued, __ATOMIC_RELAXED);
+    st->lock_combined = st->lock_handoffs = 0;
+    return;
+  }
+  st->lock_sections = mx.sections;
+  st->lock_queued = __atomic_load_n(&mx.queued, __ATOMIC_RELAXED);
+  st->lock_combined = mx.combined;
+  st->lock_handoffs = mx.handoffs;
+}
