@@ -52,8 +52,8 @@ static inline void kco_reprio_self(uint32_t prio) {
 void kco_yield(void);
 void kco_block(void);                        // returns once woken (maybe spuriously)
 // Run the ready stackless coroutines of priority max_prio or better here, on
-// the calling stackful coroutine's stack, as long as the best ready one is
-// such (a kernel on one hart: exec_take_stackless). Then 1 if nothing of
+// the calling stackful coroutine's stack, as long as the best ready one of
+// this hart's lane is such (exec_take_stackless). Then 1 if nothing of
 // max_prio or better is ready, else 0: the caller yields for the rest. A
 // switch into the loop and back, and two loop steps, cost about 250
 // instructions: a switcher that yields to an async call's coroutine runs it

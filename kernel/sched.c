@@ -124,7 +124,7 @@ void sched_loop(void) {
 int kco_run_stackless(uint32_t max_prio) {
   struct hart *h = this_hart();  // (no switch below: this hart throughout)
   struct co *self = h->cur, *c;
-  while ((c = exec_take_stackless(&kexec, max_prio)) != 0) {
+  while ((c = exec_take_stackless(&kexec, h->index, max_prio)) != 0) {
     h->cur = c;
     h->dispatches++;
     TRACE_CO(TR_RUN, c, 0);

@@ -293,8 +293,8 @@ full=$(value yield_resume_fullsave)
   spawned at the submit and runs
   inside the triggering write's trap: before that trap returns to U-mode the
   switcher runs ready stackless kernel work of its priority or better on its
-  own stack (`kco_run_stackless`, one lane; several lanes yield into the loop
-  as before), which saves the switch into the loop and back (about 120),
+  own stack (`kco_run_stackless`, its hart's lane), which saves the switch
+  into the loop and back (about 120),
   and without taking the thread's N state and page table off the hart (on
   native N, about 120 more: the u-CSRs saved and loaded, the controller
   entry detached and re-attached, two satp writes).

@@ -753,9 +753,28 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
   return c;
 }
 
-struct co *exec_take_stackless(struct executor *ex, uint32_t max_prio) {
+// Several lanes: the caller's own lane only, under its lock (the union is
+// kept as on every other pop). Work in other lanes is their harts' to run,
+// or a loop's to steal.
+static __attribute__((noinline)) struct co *take_stackless_multi(struct executor *ex, uint32_t lane,
+                                                                 uint32_t max_prio) {
+  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
+  struct exec_lane *l = lane_at(ex, lane < n ? lane : lane % n);
+  LOCKED(&l->lock);
+  struct co *c = l->best ? l->best->head : 0;
+  if (c && c->prio <= max_prio && c->kind == CO_STACKLESS) {
+    pop_in(ex, l, 0);
+    c->state = CO_RUNNING;
+  } else {
+    c = 0;
+  }
+  UNLOCK(&l->lock);
+  return c;
+}
+
+struct co *exec_take_stackless(struct executor *ex, uint32_t lane, uint32_t max_prio) {
   if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
-    return 0;
+    return take_stackless_multi(ex, lane, max_prio);
   struct exec_lane *l = (struct exec_lane *)ex->lanes;
   exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
   struct co *c = l->best ? l->best->head : 0;
@@ -770,6 +789,15 @@ struct co *exec_take_stackless(struct executor *ex, uint32_t max_prio) {
 }
 
 void exec_settle_one(struct executor *ex, struct co *c, int result) {
+  if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED)) {
+    // c runs, so no steal can move it: its lane is where it was taken.
+    exec_irqstate_t irq;
+    struct exec_lane *l = lock_home(ex, c, &irq);
+    if (settle_in(ex, l, c, result, 0))
+      spill_free(ex, l);
+    exec_lock_release(&l->lock, irq);
+    return;
+  }
   struct exec_lane *l = (struct exec_lane *)ex->lanes;
   exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
   int spill = settle_in(ex, l, c, result, 1);

@@ -179,11 +179,11 @@ struct co *exec_next(struct executor *ex, struct co *prev, int prev_result);
 // Running a stackless coroutine on the caller's own stack, for a running
 // stackful coroutine that would otherwise yield to it only to be resumed
 // right after (the kernel's switching coroutines, before a return to user
-// mode). One lane only: with several, exec_take_stackless returns NULL and
-// the caller yields as usual. It takes the best ready coroutine if that one
-// is stackless and of priority max_prio or better, and marks it running, as
-// exec_next would; exec_settle_one puts it where its poll's result says.
-struct co *exec_take_stackless(struct executor *ex, uint32_t max_prio);
+// mode). It takes the best ready coroutine of lane `lane` (with one lane:
+// the best anywhere) if that one is stackless and of priority max_prio or
+// better, and marks it running, as exec_next would; exec_settle_one puts it
+// where its poll's result says.
+struct co *exec_take_stackless(struct executor *ex, uint32_t lane, uint32_t max_prio);
 void exec_settle_one(struct executor *ex, struct co *c, int result);
 
 // Is a coroutine ready in any lane? Reads every lane's bitmap, not only the
