@@ -508,18 +508,31 @@ _Static_assert(SYS_getpid < 32 && SYS_uptime < 32, "PURE_CALLS is one 32-bit mas
 //     this hart: a post from another hart meanwhile sends an IPI, which traps
 //     right after the sret and is delivered there. On native N the u-CSRs
 //     never left the hart.
-int syscall_fast(struct thread *t) {
-  uint64_t nr = t->uc.x[REG_A7];   // (uservec checked it is in PURE_CALLS)
+// The short path's entry, shared by syscall_fast and syscall_fast_async:
+// PRIO_KERNEL_FIRST if the full path must take the trap (nothing done), else
+// the rank just published.
+static inline __attribute__((always_inline)) uint32_t short_path_rank(struct thread *t) {
   struct proc *p = t->proc;
   if (trace_enabled || p->killed || p->ring_waiting ||
       __atomic_load_n(&t->ui.n.uip, __ATOMIC_RELAXED))
-    return 1;
-  uint32_t rank = prio_publish_unless_kernel(p);
-  if (rank == PRIO_KERNEL_FIRST)
-    return 1;
-  kco_reprio_self(rank);          // the switcher carries what its process published
+    return PRIO_KERNEL_FIRST;
+  return prio_publish_unless_kernel(p);
+}
+
+// ... and what the short path then owes the trap: the switcher carries what
+// its process published, and the trap and the call are counted.
+static inline __attribute__((always_inline)) void short_path_taken(struct proc *p, uint32_t rank) {
+  kco_reprio_self(rank);
   p->traps++;
   p->syscalls++;
+}
+
+int syscall_fast(struct thread *t) {
+  uint64_t nr = t->uc.x[REG_A7];   // (uservec checked it is in PURE_CALLS)
+  uint32_t rank = short_path_rank(t);
+  if (rank == PRIO_KERNEL_FIRST)
+    return 1;
+  short_path_taken(t->proc, rank);
   // A pure call reads its arguments and nothing else of sa (it never waits
   // and takes no file or socket): only those fields are set. t->uc.pc is not
   // saved on this path either; uservec steps past the ecall itself.
@@ -554,20 +567,16 @@ static uint32_t async_prio(uint64_t a4) {
 int syscall_fast_async(struct thread *t) {
   struct proc *p = t->proc;
   uint64_t *x = t->uc.x;
-  if (trace_enabled || p->killed || p->ring_waiting ||
-      __atomic_load_n(&t->ui.n.uip, __ATOMIC_RELAXED) ||
-      __atomic_load_n(&p->live_threads, __ATOMIC_RELAXED) != 1 || x[REG_A0 + 5] == CID_NONE)
+  if (__atomic_load_n(&p->live_threads, __ATOMIC_RELAXED) != 1 || x[REG_A0 + 5] == CID_NONE)
     return 1;
   struct file *f = fd_file(p, x[REG_A0]);
   if (!f || (f->type != F_PIPE_READ && f->type != F_PIPE_WRITE))
     return 1;
   uint32_t prio = async_prio(x[REG_A0 + 4]);
-  uint32_t rank = prio_publish_unless_kernel(p);
+  uint32_t rank = short_path_rank(t);
   if (rank == PRIO_KERNEL_FIRST || prio < rank)
     return 1;
-  kco_reprio_self(rank);
-  p->traps++;
-  p->syscalls++;
+  short_path_taken(p, rank);
   struct sysargs sa;
   sa.nr = x[REG_A7] & ~(uint64_t)SYS_ASYNC;
   sa.a = &x[REG_A0];
