@@ -15,7 +15,11 @@ struct pipe {
   uint64_t nread, nwrite;       // total bytes read / written; nwrite - nread is in the buffer
   int readers, writers;         // open ends
   struct waitq can_read, can_write;
+  struct pipe_reader *parked, *parked_tail;   // async reads fed by writers (file.h)
 };
+
+static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done);
+static void finish_parked(struct pipe_reader *r);
 
 static struct file *file_new(enum file_type type, struct pipe *pi) {
   struct file *f = kmalloc(sizeof *f);
@@ -49,12 +53,15 @@ void file_close(struct file *f) {
   if (f->sock)
     sock_close(f->sock);          // the last descriptor is gone: the connection ends
   struct pipe *pi = f->pipe;
+  struct pipe_reader *fed = 0;
   if (pi) {
     spin_lock(&pi->lock);
     if (f->type == F_PIPE_READ)
       pi->readers--;
     else
       pi->writers--;
+    if (pi->writers == 0 && pi->parked)
+      feed_parked(pi, 1, &fed);  // end of file for the parked reads
     int gone = pi->readers == 0 && pi->writers == 0;
     spin_unlock(&pi->lock);
     // The other side may be waiting for data or space that will never come.
@@ -64,6 +71,7 @@ void file_close(struct file *f) {
       kfree(pi);
   }
   kfree(f);
+  finish_parked(fed);            // last: each holds the read end, so pi was not gone; done() may free it
 }
 
 int pipe_create(struct file **rd, struct file **wr) {
@@ -103,27 +111,98 @@ static long pipe_span(uint64_t pos, long m) {
   return m < first ? m : first;
 }
 
-static long pipe_read_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
-  spin_lock(&pi->lock);
+// (lock held, bytes buffered) Move up to n of them to the user's buffer:
+// how many, or -EFAULT with nothing moved.
+static long pipe_take(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   uint64_t avail = pi->nwrite - pi->nread;
-  if (avail == 0) {
-    int eof = pi->writers == 0;
-    spin_unlock(&pi->lock);
-    return eof ? -EPIPE : 0;     // -EPIPE here means "end of file" to the caller
-  }
   long m = (long)avail < n ? (long)avail : n;
   if (m > CHUNK)
     m = CHUNK;
   long first = pipe_span(pi->nread, m);
   int bad = copyout(pt, uva, &pi->buf[pi->nread % PIPE_SIZE], (size_t)first) < 0 ||
             (m > first && copyout(pt, uva + (uint64_t)first, pi->buf, (size_t)(m - first)) < 0);
-  if (!bad)
-    pi->nread += (uint64_t)m;    // (concurrent readers get whole chunks each)
-  spin_unlock(&pi->lock);
   if (bad)
     return -EFAULT;
-  waitq_wake_all(&pi->can_write);
+  pi->nread += (uint64_t)m;      // (concurrent readers get whole chunks each)
   return m;
+}
+
+static long pipe_read_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
+  spin_lock(&pi->lock);
+  if (pi->nwrite == pi->nread) {
+    int eof = pi->writers == 0;
+    spin_unlock(&pi->lock);
+    return eof ? -EPIPE : 0;     // -EPIPE here means "end of file" to the caller
+  }
+  long m = pipe_take(pi, pt, uva, n);
+  spin_unlock(&pi->lock);
+  if (m > 0)
+    waitq_wake_all(&pi->can_write);
+  return m;
+}
+
+// ---- async reads parked on the pipe (file.h) ----
+// The writer serves them before anyone else, in the order they parked, while
+// it holds the lock it took for its own copy: a read completed this way costs
+// no lock round, no wait queue and no kernel coroutine.
+static void unlink_reader(struct pipe *pi, struct pipe_reader *r) {
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    pi->parked = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  else
+    pi->parked_tail = r->prev;
+  r->linked = 0;
+}
+
+// (lock held) Give the buffered bytes (then, if eof, the end of file) to the
+// parked reads that claim() lets this side complete; they go on *done (to
+// be done() once the lock is released).
+static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done) {
+  for (struct pipe_reader *r = pi->parked, *next; r && (eof || pi->nwrite != pi->nread); r = next) {
+    next = r->next;
+    if (!r->claim(r))
+      continue;                  // its owner takes it off (pipe_unpark_reader)
+    unlink_reader(pi, r);
+    r->result = pi->nwrite != pi->nread ? pipe_take(pi, r->pt, r->uva, r->n) : 0;
+    r->next = *done;
+    *done = r;
+  }
+}
+
+static void finish_parked(struct pipe_reader *r) {
+  for (struct pipe_reader *next; r; r = next) {
+    next = r->next;              // (done() may free r)
+    r->done(r);
+  }
+}
+
+int pipe_park_reader(struct file *f, struct pipe_reader *r) {
+  struct pipe *pi = f->pipe;
+  spin_lock(&pi->lock);
+  int park = pi->nwrite == pi->nread && pi->writers > 0;
+  if (park) {
+    r->next = 0;
+    r->prev = pi->parked_tail;
+    if (pi->parked_tail)
+      pi->parked_tail->next = r;
+    else
+      pi->parked = r;
+    pi->parked_tail = r;
+    r->linked = 1;
+  }
+  spin_unlock(&pi->lock);
+  return park;
+}
+
+void pipe_unpark_reader(struct file *f, struct pipe_reader *r) {
+  struct pipe *pi = f->pipe;
+  spin_lock(&pi->lock);
+  if (r->linked)
+    unlink_reader(pi, r);
+  spin_unlock(&pi->lock);
 }
 
 static long pipe_write_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
@@ -139,13 +218,18 @@ static long pipe_write_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   long first = pipe_span(pi->nwrite, m);
   int bad = m > 0 && (copyin(pt, &pi->buf[pi->nwrite % PIPE_SIZE], uva, (size_t)first) < 0 ||
                       (m > first && copyin(pt, pi->buf, uva + (uint64_t)first, (size_t)(m - first)) < 0));
-  if (!bad)
+  struct pipe_reader *fed = 0;
+  if (!bad) {
     pi->nwrite += (uint64_t)m;   // (bytes past nwrite are not data until this)
+    if (pi->parked)
+      feed_parked(pi, 0, &fed);
+  }
   spin_unlock(&pi->lock);
   if (bad)
     return -EFAULT;
   if (m)
     waitq_wake_all(&pi->can_read);
+  finish_parked(fed);            // (our write end keeps the pipe)
   return m;
 }
 

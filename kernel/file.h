@@ -32,6 +32,28 @@ struct file *file_console(void);              // a new reference to the console
 struct file *file_dup(struct file *f);
 void file_close(struct file *f);
 int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
+
+// An async read parked on a pipe (kernel/syswork.c): a writer hands it bytes
+// straight into its buffer, and a close of the last write end its end of
+// file, with no coroutine to wake. Under the pipe's lock the pipe asks
+// claim() whether it may complete the read (the caller's ownership rule);
+// after the lock is released it calls done() with `result` set (bytes, 0 at
+// end of file, or -EFAULT).
+struct pipe_reader {
+  struct pipe_reader *next, *prev;   // on the pipe's parked list, FIFO
+  int linked;
+  pte_t *pt;                    // the reader's page table, buffer and length
+  uint64_t uva;
+  long n;
+  long result;
+  int (*claim)(struct pipe_reader *r);
+  void (*done)(struct pipe_reader *r);
+};
+// f is a pipe's read end that r read and found empty: park r unless bytes or
+// the end of file came meanwhile (1: parked; 0: not, try the read again).
+int pipe_park_reader(struct file *f, struct pipe_reader *r);
+// Take r off f's pipe if it is still parked (exit; r is the caller's by claim's rule).
+void pipe_unpark_reader(struct file *f, struct pipe_reader *r);
 // The queue a transfer that returned -EAGAIN waits on (its event: data or
 // space in a pipe), or 0 if the file cannot name one (the console).
 struct waitq *file_waitq(struct file *f, int is_write);

@@ -11,6 +11,7 @@
 #include "vdso_map.h"
 #include "prio.h"
 #include "ring.h"
+#include "sysargs.h"
 #include "palloc.h"
 #include "printf.h"
 #include "poweroff.h"
@@ -254,6 +255,7 @@ static void free_slot(struct proc *p) {   // ptable_lock held
   prio_publish(p);
   p->state = P_FREE;
   p->async_workers = 0;
+  p->apark_total = 0;            // (apark_used and apark[] are empty: exit took every parked read)
   p->parent = 0;
   p->killed = 0;
   p->name[0] = 0;
@@ -519,6 +521,7 @@ static void proc_exit(struct proc *p, int status) {
   for (struct async_worker *w = p->async_workers; w; w = w->next)
     kco_wake(w->kcid);
   spin_unlock(&p->lock);
+  syswork_cancel_parked(p);   // (reads parked on a pipe have no coroutine to wake)
   KCO_WAIT_UNTIL(&p->async_done, __atomic_load_n(&p->async_inflight, __ATOMIC_SEQ_CST) == 0);
   release_resources(p);       // the caller has already switched to the kernel page table
   spin_lock(&ptable_lock);

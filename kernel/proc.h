@@ -18,6 +18,7 @@
 #include "uintr.h"
 
 #define NPROC 64
+#define APARK_SLOTS 64            // parked async pipe reads per process (one bit each)
 #define USER_PRIO_CEILING 1      // the best priority a process (or its kernel work) may get; 0 is the kernel's
 #define PROC_START_PRIO 4        // a new process's priority until its runtime reports (COPS_MAIN_PRIO)
 
@@ -90,6 +91,7 @@ struct thread {
 
 struct file;
 struct waiting_completion;
+struct worker;
 
 // An async call's kernel coroutine, as the process knows it (so exit can wake it).
 struct async_worker {
@@ -127,6 +129,12 @@ struct proc {
   int async_inflight;             // async calls still running in the kernel
   struct async_worker *async_workers;        // those that have started, guarded by lock
   struct waitq async_done;        // exit waits here until they have all finished
+  // Async pipe reads parked with no coroutine, completed by their waker
+  // (kernel/syswork.c): slot i is taken while bit i is set, and holds the
+  // call while nobody has claimed it (its claimer swaps it for 0).
+  uint64_t apark_used;
+  uint64_t apark_total;           // how many have parked (KSTAT_ASYNC_PARKED)
+  struct worker *apark[APARK_SLOTS];
   int kmode;                      // KMODE_*: how calls that wait are served (kernel/syswork.c)
   struct poller *poller;          // KMODE_POLLER: the polling kernel thread, guarded by lock
   struct fdtable fds;             // descriptors (kernel/fd.c); changed under lock

@@ -99,6 +99,8 @@ int syswork_park(struct thread *t, struct sysargs *sa, long *result);
 void syswork_unpark(struct thread *t, struct sysargs *sa);
 // Give every cached worker record back to kmalloc (before memory is counted).
 void syswork_drain(void);
+// Exit: end every async pipe read of p still parked (kernel/syswork.c).
+void syswork_cancel_parked(struct proc *p);
 // How many call attempts p's polling kernel thread has made (KMODE_POLLER).
 uint64_t syswork_poller_attempts(struct proc *p);
 #endif

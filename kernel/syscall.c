@@ -355,6 +355,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return timer_live();
   case KSTAT_HEAP_PAGES:
     return (long)proc_heap_pages();
+  case KSTAT_ASYNC_PARKED:
+    return (long)__atomic_load_n(&p->apark_total, __ATOMIC_RELAXED);
   case KSTAT_HARTS:
     return __atomic_load_n(&nharts_online, __ATOMIC_RELAXED);
   case KSTAT_CACHE_BYTES:

@@ -43,17 +43,25 @@ struct worker {                // (syswork_start sets every field: keep it in st
   uint32_t prio;
   int woken;                 // KMODE_POLLER: WOKEN_ON_STACK (notify_poller), and
                              // WOKEN_OVER: finished while on it (see result)
-  // without a stack of its own: how it waits
-  struct waiter waiter;      // on `registered`
-  struct waitq *registered;
-  uint64_t timer_set;        // the deadline a timer has been armed for
-  struct worker *next;       // on the poller's incoming list, then its calls
-  // KMODE_POLLER (its poller is p->poller, which outlives every call it holds)
-  struct worker **pprev;     // on the poller's calls (O(1) removal)
-  struct worker *timed_next; // on its timed list: calls with a deadline
-  struct worker *woken_next; // on its woken stack, pushed by notify_poller
-                             // (lock-free: a wake may come from an interrupt)
-  long result;               // when over: finished while on the woken stack
+  union {
+    struct {
+      // without a stack of its own: how it waits
+      struct waiter waiter;      // on `registered`
+      struct waitq *registered;
+      uint64_t timer_set;        // the deadline a timer has been armed for
+      struct worker *next;       // on the poller's incoming list, then its calls
+      // KMODE_POLLER (its poller is p->poller, which outlives every call it holds)
+      struct worker **pprev;     // on the poller's calls (O(1) removal)
+      struct worker *timed_next; // on its timed list: calls with a deadline
+      struct worker *woken_next; // on its woken stack, pushed by notify_poller
+                                 // (lock-free: a wake may come from an interrupt)
+      long result;               // when over: finished while on the woken stack
+    };
+    struct {                     // KMODE_COROUTINE: an async pipe read, parked (below)
+      struct pipe_reader pr;
+      uint32_t park_slot;        // its slot in p->apark
+    };
+  };
 };
 // 256 bytes at most: one kmalloc class (the next is 512).
 _Static_assert(sizeof(struct worker) <= 256, "struct worker outgrew its kmalloc class");
@@ -278,6 +286,91 @@ void syswork_unpark(struct thread *t, struct sysargs *sa) {
   pk->file = 0;
   pk->sock = 0;
   __atomic_store_n(&pk->state, PARK_NONE, __ATOMIC_RELAXED);
+}
+
+// ---- KMODE_COROUTINE, async reads of a pipe: parked, completed by the writer ----
+// An async read of an empty pipe needs no coroutine either. Its worker parks
+// on the pipe itself (struct pipe_reader, kernel/file.c), and the writer that
+// brings bytes copies them into the reader's buffer while it holds the pipe's
+// lock for its own copy (copyout walks the reader's page table in software),
+// then, with the lock released, posts the completion to the ring and raises
+// the user interrupt (apark_done). The close of the last write end does the
+// same with the end of file. The spawn, the wait queue, the switcher's
+// dispatch, the call's second dispatch and its lock round are gone. The copy
+// is bounded (one FILE_CHUNK, as every pipe read), so doing it at the
+// writer's priority instead of the call's is the trade an interrupt handler
+// makes.
+//
+// Exit must be able to end such a call, which has no coroutine to wake: the
+// process keeps its parked reads in slots (p->apark; a call that finds none
+// free becomes a coroutine as before). The slot's pointer is the call's
+// ownership: whoever swaps it for 0 -- a writer (claim, under the pipe's
+// lock) or exit -- completes the call; a writer that loses leaves it parked,
+// and exit takes it off the pipe under that lock.
+static int apark_claim(struct pipe_reader *r) {
+  struct worker *w = (struct worker *)(void *)((char *)r - offsetof(struct worker, pr)), *expect = w;
+  return __atomic_compare_exchange_n(&w->p->apark[w->park_slot], &expect, 0, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+static void apark_free_slot(struct worker *w) {
+  __atomic_fetch_and(&w->p->apark_used, ~(1ULL << w->park_slot), __ATOMIC_RELEASE);
+}
+
+// A writer (or the last close) completed the read: deliver it.
+static void apark_done(struct pipe_reader *r) {
+  struct worker *w = (struct worker *)(void *)((char *)r - offsetof(struct worker, pr));
+  long result = r->result;
+  apark_free_slot(w);
+  w->registered = 0;             // (the union's other side, for finish)
+  finish(w, result);
+}
+
+// Park w, an async read of the pipe f that found it empty. 1: parked, a
+// writer completes it (and may have already: w is not ours any more); 0: not
+// (no free slot, or bytes came meanwhile), w as it was.
+static int apark(struct worker *w, struct file *f) {
+  struct proc *p = w->p;
+  uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
+  uint32_t slot;
+  do {
+    if (~used == 0)
+      return 0;
+    slot = exec_ctz64(~used);
+  } while (!__atomic_compare_exchange_n(&p->apark_used, &used, used | 1ULL << slot, 1,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+  w->park_slot = slot;
+  w->pr.pt = p->pagetable;
+  w->pr.uva = w->sa.args[1];
+  w->pr.n = (long)w->sa.args[2];
+  w->pr.claim = apark_claim;
+  w->pr.done = apark_done;
+  __atomic_store_n(&p->apark[slot], w, __ATOMIC_RELEASE);
+  if (pipe_park_reader(f, &w->pr)) {
+    __atomic_fetch_add(&p->apark_total, 1, __ATOMIC_RELAXED);
+    return 1;
+  }
+  p->apark[slot] = 0;            // (never parked: nobody else saw it)
+  apark_free_slot(w);
+  w->waiter.next = w->waiter.prev = 0;   // (the union's other side, as syswork_start left it)
+  w->waiter.linked = 0;
+  w->waiter.notify = 0;
+  w->registered = 0;
+  w->timer_set = 0;
+  return 0;
+}
+
+// Exit: end every parked read of p (no thread of p runs any more).
+void syswork_cancel_parked(struct proc *p) {
+  uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_ACQUIRE);
+  for (; used; used &= used - 1) {
+    struct worker *w = __atomic_exchange_n(&p->apark[exec_ctz64(used)], 0, __ATOMIC_ACQ_REL);
+    if (!w)
+      continue;                  // a writer has it
+    pipe_unpark_reader(w->sa.file, &w->pr);
+    w->pr.result = -EINTR;
+    apark_done(&w->pr);
+  }
 }
 
 // ---- KMODE_THREAD: a stackful kernel coroutine that blocks in the call ----
@@ -516,6 +609,11 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   // (before the spawn: from then on t may finish its call, and even exit, on another hart)
   TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
   int64_t kcid = 0;
+  if (cid && mode == KMODE_COROUTINE && sa->file && sa->file->type == F_PIPE_READ &&
+      sa->nr == SYS_read && apark(w, sa->file)) {
+    sa->file = 0;                // w holds it now, and may be over already
+    return 0;
+  }
   if (!stackless_ok || mode == KMODE_THREAD || (mode == KMODE_POLLER && !cid))
     kcid = kco_spawn_stackful(stackful_main, w, prio, 0);
   else if (mode == KMODE_POLLER)

@@ -4,6 +4,9 @@
 //   - slow path: an async read on an empty pipe returns -EINPROGRESS inside the
 //     runtime, and the result arrives through the ring and a user interrupt
 //     while other coroutines run;
+//   - async reads parked on a pipe: served in order by a write, ended by the
+//     last write end's close (here or in another process), more of them than
+//     a process's parking slots, a reader that closes its descriptor meanwhile;
 //   - async sleeps complete in deadline order;
 //   - ring overflow: more completions than the ring holds, arriving while the
 //     process does not drain, are all delivered (none lost);
@@ -123,6 +126,138 @@ static void test_slow_path(void) {
   check("slow-path-handler-ran", cops_uintr_count() - taken >= 1, 1);
   close(rp[0]);
   close(rp[1]);
+}
+
+// ---- async reads parked on a pipe, completed by whoever writes ----
+// In KMODE_COROUTINE an async read of an empty pipe parks on the pipe with no
+// kernel coroutine; the writer copies the bytes into the reader's buffer and
+// posts the completion itself, and the close of the last write end posts the
+// end of file (kernel/syswork.c, "parked"). The same checks run in every
+// kernel mode: what a program sees must not depend on the path.
+enum { PARK_MANY = 100 };                // more than a process's parking slots (64)
+static int pk[2];
+static volatile int pk_done;
+static long pk_result[PARK_MANY];
+static char pk_byte[PARK_MANY];
+static int pk_order[PARK_MANY], pk_norder;
+
+static int park_kmode = KMODE_COROUTINE;
+
+static void park_reader(void *arg) {
+  long i = (long)arg;
+  char buf[4] = { 0 };
+  pk_result[i] = cops_async(SYS_read, pk[0], (long)buf, 1);
+  pk_byte[i] = buf[0];
+  pk_order[pk_norder++] = (int)i;
+  pk_done++;
+  cops_wake(main_cid);
+}
+
+// Spawn readers [from, to) (each submits and blocks: the pipe is empty).
+static void park_readers(long from, long to) {
+  for (long i = from; i < to; i++)
+    cops_spawn_stackful(park_reader, (void *)i, 3);
+  cops_yield();
+}
+
+// Until n readers are done; 30 s is a safety net only. (Not cops_block: a
+// completion that never comes would leave nothing to wake main, and the
+// check below should fail, not hang.)
+static void park_wait(int n) {
+  long until = uptime() + 30000;
+  while (pk_done < n && uptime() < until) {
+    cops_yield();
+    if (pk_done < n)
+      sleep(1);
+  }
+}
+
+static void test_parked(void) {
+  // Three reads of one byte parked in turn; one write of three bytes serves
+  // them, each a byte of its own; parked ones in the order they parked (the
+  // other modes' kernel coroutines race for the bytes).
+  pipe(pk);
+  pk_done = pk_norder = 0;
+  long parked0 = kstat(KSTAT_ASYNC_PARKED);
+  park_readers(0, 3);
+  check("park-all-pending", pk_done, 0);
+  // (KMODE_COROUTINE parks them; the other modes give each a coroutine)
+  check("park-path-taken", kstat(KSTAT_ASYNC_PARKED) - parked0, park_kmode == KMODE_COROUTINE ? 3 : 0);
+  write(pk[1], "abc", 3);
+  park_wait(3);
+  check("park-fifo-results", pk_result[0] == 1 && pk_result[1] == 1 && pk_result[2] == 1, 1);
+  check("park-fifo-bytes", pk_byte[0] + pk_byte[1] + pk_byte[2] == 'a' + 'b' + 'c' &&
+                               pk_byte[0] != pk_byte[1] && pk_byte[1] != pk_byte[2] &&
+                               pk_byte[0] != pk_byte[2], 1);
+  if (park_kmode == KMODE_COROUTINE)
+    check("park-fifo-order", pk_byte[0] == 'a' && pk_byte[1] == 'b' && pk_byte[2] == 'c', 1);
+  // The end of file: closing the only write end completes a parked read with 0.
+  pk_done = pk_norder = 0;
+  park_readers(0, 1);
+  close(pk[1]);
+  park_wait(1);
+  check("park-eof", pk_done == 1 ? pk_result[0] : -1, 0);
+  close(pk[0]);
+
+  // The reader closes its own descriptor while its read is parked: the read
+  // holds the file, completes when written, and the pipe is freed after.
+  long objs0 = kstat(KSTAT_KMALLOC_OBJECTS | KSTAT_QUIET);
+  pipe(pk);
+  pk_done = pk_norder = 0;
+  park_readers(0, 1);
+  close(pk[0]);
+  write(pk[1], "z", 1);
+  park_wait(1);
+  check("park-reader-closed-result", pk_result[0], 1);
+  check("park-reader-closed-byte", pk_byte[0], 'z');
+  close(pk[1]);
+  long objs = objs0;
+  for (int i = 0; i < 300 && (objs = kstat(KSTAT_KMALLOC_OBJECTS | KSTAT_QUIET)) != objs0; i++)
+    sleep(10);                           // (3 s at most: a safety net)
+  check("park-reader-closed-freed", objs, objs0);
+
+  // More readers than parking slots: the rest wait as kernel coroutines; one
+  // write serves them all, each its own byte, every byte once.
+  pipe(pk);
+  pk_done = pk_norder = 0;
+  park_readers(0, PARK_MANY);
+  char bytes[PARK_MANY];
+  for (int i = 0; i < PARK_MANY; i++)
+    bytes[i] = (char)(i + 1);
+  write(pk[1], bytes, PARK_MANY);
+  park_wait(PARK_MANY);
+  int ok = pk_done == PARK_MANY, seen[PARK_MANY + 1] = { 0 };
+  for (int i = 0; i < PARK_MANY && ok; i++) {
+    ok = pk_result[i] == 1 && pk_byte[i] >= 1 && pk_byte[i] <= PARK_MANY && !seen[(int)pk_byte[i]];
+    if (ok)
+      seen[(int)pk_byte[i]] = 1;
+  }
+  check("park-many-each-its-own", ok, 1);
+  close(pk[0]);
+  close(pk[1]);
+
+  // Another process writes: the bytes go into this process's memory through
+  // its own page table, and that process's exit (its write end's last close)
+  // is this read's end of file.
+  pipe(pk);
+  pk_done = pk_norder = 0;
+  park_readers(0, 2);
+  int out = dup(1);
+  close(1);
+  dup(pk[1]);                            // -> 1: the child's stdout
+  close(pk[1]);
+  char *argv[] = { "asynctest", "--write-byte", 0 };
+  int pid = spawn("asynctest", (const char *const *)argv), status = -1;
+  close(1);
+  dup(out);                              // our console back
+  close(out);
+  park_wait(2);
+  wait(pid, &status);
+  check("park-other-process-child", status, 0);
+  check("park-other-process-byte", pk_done == 2 && pk_result[pk_order[0]] == 1 &&
+                                       pk_byte[pk_order[0]] == 'W', 1);
+  check("park-other-process-eof", pk_done == 2 ? pk_result[pk_order[1]] : -1, 0);
+  close(pk[0]);
 }
 
 // ---- async sleeps complete in deadline order ----
@@ -515,6 +650,8 @@ static void test_poller_cost(void) {
 
 int main(int argc, char **argv) {
   utest_prog = "asynctest";
+  if (argc > 1 && strcmp(argv[1], "--write-byte") == 0)
+    return write(1, "W", 1) == 1 ? 0 : 1;    // (test_parked's other process)
   if (argc > 1 && strcmp(argv[1], "--leave-inflight") == 0) {
     static int p[2];
     pipe(p);
@@ -541,10 +678,12 @@ int main(int argc, char **argv) {
     check("setkmode", setkmode(kmode), KMODE_COROUTINE);
   }
   main_cid = cops_current();
+  park_kmode = kmode;
   printf("asynctest: pid %d\n", getpid());
   test_fast_path();
   test_submit_args();
   test_slow_path();
+  test_parked();
   test_sleep_order();
   test_overflow();
   test_untouched("untouched", 0);
