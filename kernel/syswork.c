@@ -326,9 +326,10 @@ static void apark_done(struct pipe_reader *r) {
   finish(w, result);
 }
 
-// Park w, an async read of the pipe f that found it empty. 1: parked, a
-// writer completes it (and may have already: w is not ours any more); 0: not
-// (no free slot, or bytes came meanwhile), w as it was.
+// Park w, an async read of the pipe f that found it empty (only the union's
+// park side is set here). 1: parked, a writer completes it (and may have
+// already: w is not ours any more); 0: not (no free slot, or bytes came
+// meanwhile), w the caller's again.
 static int apark(struct worker *w, struct file *f) {
   struct proc *p = w->p;
   uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
@@ -352,11 +353,6 @@ static int apark(struct worker *w, struct file *f) {
   }
   p->apark[slot] = 0;            // (never parked: nobody else saw it)
   apark_free_slot(w);
-  w->waiter.next = w->waiter.prev = 0;   // (the union's other side, as syswork_start left it)
-  w->waiter.linked = 0;
-  w->waiter.notify = 0;
-  w->registered = 0;
-  w->timer_set = 0;
   return 0;
 }
 
@@ -592,6 +588,18 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   w->cid = cid;
   w->prio = prio;
   w->woken = 0;
+  int mode = __atomic_load_n(&p->kmode, __ATOMIC_RELAXED);
+  if (cid)
+    proc_async_start(p);
+  // (before the spawn or the park: from then on t may finish its call, and
+  // even exit, on another hart)
+  TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
+  if (cid && mode == KMODE_COROUTINE && sa->file && sa->file->type == F_PIPE_READ &&
+      sa->nr == SYS_read && apark(w, sa->file)) {
+    sa->file = 0;                // w holds it now, and may be over already
+    return 0;
+  }
+  // The union's other side (apark sets its own when it parks).
   w->waiter.next = w->waiter.prev = 0;
   w->waiter.cid = 0;
   w->waiter.linked = 0;
@@ -602,18 +610,8 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   w->pprev = 0;
   w->timed_next = w->woken_next = 0;
   w->result = 0;
-  int mode = __atomic_load_n(&p->kmode, __ATOMIC_RELAXED);
   int stackless_ok = sa->wq || sa->deadline;
-  if (cid)
-    proc_async_start(p);
-  // (before the spawn: from then on t may finish its call, and even exit, on another hart)
-  TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
   int64_t kcid = 0;
-  if (cid && mode == KMODE_COROUTINE && sa->file && sa->file->type == F_PIPE_READ &&
-      sa->nr == SYS_read && apark(w, sa->file)) {
-    sa->file = 0;                // w holds it now, and may be over already
-    return 0;
-  }
   if (!stackless_ok || mode == KMODE_THREAD || (mode == KMODE_POLLER && !cid))
     kcid = kco_spawn_stackful(stackful_main, w, prio, 0);
   else if (mode == KMODE_POLLER)

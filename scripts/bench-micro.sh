@@ -103,7 +103,7 @@ full=$(value yield_resume_fullsave)
       user_switch_stackless) what="user: one switch between two stackless coroutines (the runtime's loop: its step's mark, the executor's rotation inline, the COPS priority check, and a poll function that counts a shared turn down)" ;;
       user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor (each a loop that counts a shared turn down around cops_yield)" ;;
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
-      user_async_roundtrip) what="user: async read submitted -> kernel coroutine -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
+      user_async_roundtrip) what="user: async read submitted (parks on the pipe) -> the writer completes it -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
       uintr_delivery_local_emulated) what="user interrupt delivery on one hart, emulated: from the kernel's post (uintr_post) to the first instruction of the handler's C function (through the switch back to the process, the injection, and the entry's 17 register saves)" ;;
       uintr_delivery_local_native) what="the same on native N: the hardware enters the handler" ;;
       uintr_delivery_remote_emulated) what="delivery to a thread spinning in U-mode on the other hart (-smp 2), emulated: from the sender's post (uintr_post: USIP and an SBI IPI) to the receiver's handler's first C instruction, on QEMU's global instruction clock (see the notes); minimum of 101 rounds" ;;
@@ -162,7 +162,8 @@ full=$(value yield_resume_fullsave)
   `exec_next` per round.
 - User rows count the whole hart (one hart, so everything on the path is in):
   user code, trap entry and exit, the kernel, and for the async round trip the
-  kernel coroutine, the ring, the user interrupt and the handler. On stock QEMU
+  writer's completion of the parked read, the ring, the user interrupt and the
+  handler. On stock QEMU
   every u-CSR access and `uret` is an illegal instruction that OpenSBI
   redirects from M-mode (`user_emulated_csr_read` is the price of one); the
   runtime's handler avoids both of its own by ending with the `SYS_uintr_ret`
@@ -186,7 +187,7 @@ full=$(value yield_resume_fullsave)
   `cycle`) read one global instruction count for all harts
   (target/riscv/csr.c: `get_ticks` returns `icount_get()`). QEMU also runs
   the harts in turn, so the latency holds what the sender runs after its post
-  until it stops (the rest of the kernel coroutine, the return to its
+  until it stops (the rest of its write, the return to its
   process, its next blocking read, idling), and only then the receiver's
   resume and handler entry: it is a latency in virtual instructions under
   QEMU's round-robin, not the receiver's own work, and on parallel hardware
@@ -289,15 +290,17 @@ full=$(value yield_resume_fullsave)
   page takes a short path: one translation, no page loop).
 - The async round trip's submit takes the trap's short path
   (syscall_fast_async: an async pipe read or write in a one-thread process,
-  about 100 instructions fewer than the full path). Its kernel coroutine is
-  spawned at the submit and runs
-  inside the triggering write's trap: before that trap returns to U-mode the
-  switcher runs ready stackless kernel work of its priority or better on its
-  own stack (`kco_run_stackless`, its hart's lane), which saves the switch
-  into the loop and back (about 120),
-  and without taking the thread's N state and page table off the hart (on
-  native N, about 120 more: the u-CSRs saved and loaded, the controller
-  entry detached and re-attached, two satp writes).
+  about 100 instructions fewer than the full path). The read finds the pipe
+  empty and parks on it, with no kernel coroutine (docs/ARCHITECTURE.md,
+  "Parked async pipe reads"): the triggering write copies the byte into the
+  reader's buffer under the pipe lock it holds for its own copy, and posts
+  the completion and the user interrupt once it lets the lock go. This
+  saved about 270 instructions (native 2,268 to 1,984; emulated 2,866 to
+  2,582): the spawn, the run-queue pass, the switcher's dispatch of the
+  coroutine, the call's second dispatch and its lock round. (Before that,
+  the coroutine ran inside the write's trap, `kco_run_stackless`, without
+  the thread's N state and page table leaving the hart: those two changes
+  had saved about 240.)
   Its worker record comes from a per-hart cache taken and given back with one
   atomic operation each (no lock round), and is filled field by field (the
   call's arguments copied once). The handler's `SYS_uintr_ret` trap reads a0

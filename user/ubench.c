@@ -86,13 +86,13 @@ static void bench_stackful_switch(void) {
 }
 
 // ---- the async round trip ----
-// A reader submits an async read on an empty pipe (-> kernel coroutine); main
-// then writes one byte, which completes it: kernel coroutine -> ring -> user
-// interrupt -> handler -> wake -> the reader resumes. The whole hart is counted,
-// so the total includes main's write; the cost of a plain one-byte pipe write
-// (nobody waiting) is measured separately and subtracted. (Subtracting the
-// triggering write itself would be wrong: on one hart the kernel coroutine runs
-// inside that write, because the switcher yields to better-priority kernel work.)
+// A reader submits an async read on an empty pipe (it parks on the pipe); main
+// then writes one byte, which completes it: the write's copy into the reader's
+// buffer -> ring -> user interrupt -> handler -> wake -> the reader resumes.
+// The whole hart is counted, so the total includes main's write; the cost of a
+// plain one-byte pipe write (nobody waiting) is measured separately and
+// subtracted. (Subtracting the triggering write itself would be wrong: the
+// completion is done inside that write.)
 static int p[2];
 static volatile int got;
 static uint64_t rt_total;
@@ -107,7 +107,7 @@ static void async_reader(void *arg) {
     uint64_t t0 = instret();
     cops_async(SYS_read, p[0], (long)&c, 1);
     rt_total += instret() - t0;
-    // One hart: the post (by the kernel coroutine that completed the read) and
+    // One hart: the post (by the write that completed the read) and
     // the handler's first C instruction are on the same instret scale.
     delivery_total += cops_uintr_entry_instret() - (uint64_t)kstat(KSTAT_UINTR_POST_INSTRET);
     got++;
@@ -148,9 +148,9 @@ static void bench_async_roundtrip(void) {
 // this process (cops_alloc_cpu) runs a spinner coroutine that keeps reading
 // instret; before each round it lets a reader coroutine, on the same thread,
 // submit an async read of an empty pipe (so the interrupt is that thread's).
-// Main, on the first thread and so the other hart, writes the byte: the kernel
-// coroutine that completes the read runs on main's hart and posts the
-// interrupt to the spinning thread. The row is the latency from the post
+// Main, on the first thread and so the other hart, writes the byte: its write
+// completes the parked read on main's hart and posts the interrupt to the
+// spinning thread. The row is the latency from the post
 // (the sender's instret as uintr_post starts) to the handler's first C
 // instruction on the receiver. Two harts' readings can be subtracted here
 // because under -icount QEMU's instret is one global instruction count, the
