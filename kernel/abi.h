@@ -183,7 +183,11 @@ struct completion_ring {
 // The vvar page (USER_VVAR, read-only), kept current by the kernel at every
 // kernel entry and thread state change. global_bitmap has bit p set if some
 // process with a runnable thread has work of priority p, and nproc_at[p] says
-// how many; kernel_bitmap is the kernel executor's ready bitmap.
+// how many; kernel_bitmap is the kernel executor's ready bitmap. best is the
+// lowest bit of the two together (64 when both are empty), written whenever
+// either changes: the runtime's question before each dispatch, "has the kernel
+// or a process work better than p?", is then one load and one compare
+// (best < p) in the common case that neither has.
 #define VVAR_NPRIO 8
 #ifndef __ASSEMBLER__
 struct vvar {
@@ -191,6 +195,7 @@ struct vvar {
   volatile unsigned long kernel_bitmap;
   volatile unsigned long updates;
   volatile unsigned int nproc_at[VVAR_NPRIO];
+  volatile unsigned long best;
 };
 #endif
 

@@ -12,7 +12,10 @@ _Static_assert(NPRIO_DEFAULT == VVAR_NPRIO, "the vvar page counts every priority
 
 int prio_init(void) {
   vvar = palloc_zero(1);
-  return vvar ? 0 : -1;
+  if (!vvar)
+    return -1;
+  vvar->best = 64;                // (nothing anywhere yet)
+  return 0;
 }
 
 uint64_t prio_vvar_page(void) { return (uint64_t)vvar; }
@@ -47,9 +50,35 @@ static inline uint32_t deserved(struct proc *p) {
   return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? rank(p) : PRIO_UNRANKED;
 }
 
+// vvar->best follows kernel_bitmap | global_bitmap. Writers of either may race
+// (harts publishing at once): each stores the union's lowest bit after its own
+// change and then reads both again, storing once more if they moved meanwhile.
+// Sequentially consistent, so the last store of all is made from the final
+// values (a writer whose change came after it would store after it too).
+static __attribute__((noinline)) void publish_best(void) {
+  for (;;) {
+    uint64_t u = __atomic_load_n(&vvar->kernel_bitmap, __ATOMIC_SEQ_CST) |
+                 __atomic_load_n(&vvar->global_bitmap, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&vvar->best, u ? exec_ctz64(u) : 64, __ATOMIC_SEQ_CST);
+    if ((__atomic_load_n(&vvar->kernel_bitmap, __ATOMIC_SEQ_CST) |
+         __atomic_load_n(&vvar->global_bitmap, __ATOMIC_SEQ_CST)) == u)
+      return;
+  }
+}
+
+// The kernel's bitmap into the vvar page, and best after it; on every kernel
+// entry, where it rarely changes: only a change is stored (one load and a
+// compare otherwise).
+static inline void publish_kernel_bitmap(uint64_t kbm) {
+  if (vvar->kernel_bitmap != kbm) {
+    __atomic_store_n(&vvar->kernel_bitmap, kbm, __ATOMIC_SEQ_CST);
+    publish_best();
+  }
+}
+
 void prio_publish_kernel(void) {
   if (vvar)
-    vvar->kernel_bitmap = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
+    publish_kernel_bitmap(__atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED));
 }
 
 static uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now);
@@ -73,7 +102,7 @@ uint32_t prio_publish_unless_kernel(struct proc *p) {
   if (kbm && exec_ctz64(kbm) <= now)
     return PRIO_KERNEL_FIRST;
   if (vvar)
-    vvar->kernel_bitmap = kbm;
+    publish_kernel_bitmap(kbm);
   return publish(p, now);
 }
 
@@ -97,6 +126,7 @@ static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t
     if (!__atomic_load_n(&vvar->nproc_at[now], __ATOMIC_SEQ_CST))
       __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << now), __ATOMIC_SEQ_CST);
   }
+  publish_best();
   struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
   if (ex)                         // tell the runtime which bit is its own
     *(volatile uint32_t *)((char *)ex + EXEC_PAGE_PUBLISHED_PRIO) = now;

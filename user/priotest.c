@@ -36,6 +36,18 @@ int main(int argc, char **argv) {
   const struct vvar *vv = (const struct vvar *)USER_VVAR;
   yield();                                   // a kernel entry refreshes the vvar page
   check("vvar-shows-own-priority", (long)((vv->global_bitmap >> COPS_MAIN_PRIO) & 1), 1);
+  // best is the lowest bit of both bitmaps together (the runtime's one-load
+  // test before each dispatch); read again if a tick moved them meanwhile.
+  uint64_t best, u;
+  do {
+    best = vv->best;
+    u = vv->kernel_bitmap | vv->global_bitmap;
+  } while (best != vv->best);
+  long lowest = 64;
+  for (long p = 63; p >= 0; p--)
+    if (u >> p & 1)
+      lowest = p;
+  check("vvar-best-is-union", (long)best, lowest);
 
   int low = spawn_worker("6");
   int high = spawn_worker("2");
