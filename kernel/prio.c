@@ -12,10 +12,7 @@ _Static_assert(NPRIO_DEFAULT == VVAR_NPRIO, "the vvar page counts every priority
 
 int prio_init(void) {
   vvar = palloc_zero(1);
-  if (!vvar)
-    return -1;
-  vvar->best = 64;                // (nothing anywhere yet)
-  return 0;
+  return vvar ? 0 : -1;
 }
 
 uint64_t prio_vvar_page(void) { return (uint64_t)vvar; }
@@ -50,30 +47,14 @@ static inline uint32_t deserved(struct proc *p) {
   return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? rank(p) : PRIO_UNRANKED;
 }
 
-// vvar->best follows kernel_bitmap | global_bitmap. Writers of either may race
-// (harts publishing at once): each stores the union's lowest bit after its own
-// change and then reads both again, storing once more if they moved meanwhile.
-// Sequentially consistent, so the last store of all is made from the final
-// values (a writer whose change came after it would store after it too).
-static __attribute__((noinline)) void publish_best(void) {
-  for (;;) {
-    uint64_t u = __atomic_load_n(&vvar->kernel_bitmap, __ATOMIC_SEQ_CST) |
-                 __atomic_load_n(&vvar->global_bitmap, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&vvar->best, u ? exec_ctz64(u) : 64, __ATOMIC_SEQ_CST);
-    if ((__atomic_load_n(&vvar->kernel_bitmap, __ATOMIC_SEQ_CST) |
-         __atomic_load_n(&vvar->global_bitmap, __ATOMIC_SEQ_CST)) == u)
-      return;
-  }
-}
-
-// The kernel's bitmap into the vvar page, and best after it; on every kernel
-// entry, where it rarely changes: only a change is stored (one load and a
-// compare otherwise).
+// The kernel's bitmap into the vvar page, and its byte of `bitmaps` (byte 0;
+// the global bitmap's byte 1 belongs to publish_moved). A byte store: its
+// own byte only, so it needs no atomic operation against publish_moved's
+// on the rest of the word (an AMO is atomic against every overlapping store).
+// Like kernel_bitmap, last writer wins, and every kernel entry writes again.
 static inline void publish_kernel_bitmap(uint64_t kbm) {
-  if (vvar->kernel_bitmap != kbm) {
-    __atomic_store_n(&vvar->kernel_bitmap, kbm, __ATOMIC_SEQ_CST);
-    publish_best();
-  }
+  vvar->kernel_bitmap = kbm;
+  *(volatile uint8_t *)&vvar->bitmaps = (uint8_t)kbm;
 }
 
 void prio_publish_kernel(void) {
@@ -106,6 +87,16 @@ uint32_t prio_publish_unless_kernel(struct proc *p) {
   return publish(p, now);
 }
 
+static void global_bit_set(uint32_t p) {
+  __atomic_fetch_or(&vvar->global_bitmap, 1UL << p, __ATOMIC_SEQ_CST);
+  __atomic_fetch_or(&vvar->bitmaps, 1UL << (8 + p), __ATOMIC_SEQ_CST);
+}
+
+static void global_bit_clear(uint32_t p) {
+  __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << p), __ATOMIC_SEQ_CST);
+  __atomic_fetch_and(&vvar->bitmaps, ~(1UL << (8 + p)), __ATOMIC_SEQ_CST);
+}
+
 // p's rank moved from old to now (returns now).
 static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now) {
   // Two harts may publish p at once (two of its threads): only the one that
@@ -116,17 +107,18 @@ static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t
   // one priority (one count goes 1 -> 0 while the other's goes 0 -> 1): each
   // looks at the count again after flipping, and flips back if it no longer
   // agrees, so the bit ends up matching the count.
+  // The bit goes into global_bitmap and into byte 1 of `bitmaps` (bit 8 + p)
+  // by the same steps, so the same argument holds for both.
   if (old != PRIO_UNRANKED && __atomic_sub_fetch(&vvar->nproc_at[old], 1, __ATOMIC_SEQ_CST) == 0) {
-    __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << old), __ATOMIC_SEQ_CST);
+    global_bit_clear(old);
     if (__atomic_load_n(&vvar->nproc_at[old], __ATOMIC_SEQ_CST))
-      __atomic_fetch_or(&vvar->global_bitmap, 1UL << old, __ATOMIC_SEQ_CST);
+      global_bit_set(old);
   }
   if (now != PRIO_UNRANKED && __atomic_fetch_add(&vvar->nproc_at[now], 1, __ATOMIC_SEQ_CST) == 0) {
-    __atomic_fetch_or(&vvar->global_bitmap, 1UL << now, __ATOMIC_SEQ_CST);
+    global_bit_set(now);
     if (!__atomic_load_n(&vvar->nproc_at[now], __ATOMIC_SEQ_CST))
-      __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << now), __ATOMIC_SEQ_CST);
+      global_bit_clear(now);
   }
-  publish_best();
   struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
   if (ex)                         // tell the runtime which bit is its own
     *(volatile uint32_t *)((char *)ex + EXEC_PAGE_PUBLISHED_PRIO) = now;

@@ -34,7 +34,7 @@ struct cops_thread {
   struct co_queue *rot_q;          // the queue run_loop's inner loop rotates: the running
                                    // coroutine's, in one_lane; &no_rotation when it may not
   struct exec_lane *rot_lane;      // one_lane when run_loop's inner loop began
-  uint64_t rot_prio;               // the running priority (run_loop's inner loop)
+  uint64_t rot_mask;               // better_mask of the running priority (run_loop's inner loop)
 };
 
 // rot_q once the inner loop may not rotate any more: a queue no lane's best is.
@@ -408,12 +408,29 @@ static inline __attribute__((always_inline)) int others_better_exact(uint64_t pr
   return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
 }
 
-// Usually neither has anything better: the vvar page's best (the lowest bit
-// of both bitmaps together, which the kernel keeps) is one load and one
-// compare. vv is the vvar page, in a register in run_loop's inner loop.
+// Usually neither has anything better: one load from the vvar page, whose
+// `bitmaps` word has the kernel's bitmap in byte 0 and the global one in
+// byte 1. Folding byte 1 onto byte 0 and shifting left by 64 - prio keeps
+// only the bits below prio of both (at prio 0 the shift is 0 and keeps them
+// all: the exact test then finds nothing better than 0).
 static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
                                                               uint64_t prio) {
-  if (__builtin_expect(vv->best >= prio, 1))
+  uint64_t w = vv->bitmaps;
+  if (__builtin_expect(!((w | w >> 8) << ((64 - prio) & 63)), 1))
+    return 0;
+  return others_better_exact(prio);
+}
+
+// The same for run_loop's inner loop, which keeps the bits below prio of
+// both bytes, better_mask(prio), in a register: one load, an and, a branch.
+static inline __attribute__((always_inline)) uint64_t better_mask(uint64_t prio) {
+  uint64_t below = (1ULL << prio) - 1;
+  return below | below << 8;
+}
+
+static inline __attribute__((always_inline)) int others_better_mask(const struct vvar *vv,
+                                                                   uint64_t mask, uint64_t prio) {
+  if (__builtin_expect(!(vv->bitmaps & mask), 1))
     return 0;
   return others_better_exact(prio);
 }
@@ -591,7 +608,8 @@ static int run_loop(void) {
     prio = prev->prio;
     t->rot_q = &l->ready[prio];
     t->rot_lane = l;
-    t->rot_prio = prio;
+    uint64_t mask = better_mask(prio);
+    t->rot_mask = mask;
     // The constants the inner loop stores and compares, the vvar page's
     // address and stackful_poll's (the kind test: below), in registers too,
     // by the same rule: hidden from the compiler (an empty asm), which would
@@ -606,9 +624,9 @@ static int run_loop(void) {
       struct co_queue *q = me()->rot_q;
       if (l->best != q)
         break;                       // (the general step above sets cur again)
-      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: prio holds)
+      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: mask holds)
       step_end(c);
-      if (others_better(vv, prio))
+      if (others_better_mask(vv, mask, c->prio))
         yield();
       // The kind, asked of the poll function, which the call loads anyway:
       // in this runtime a coroutine is stackful exactly when its poll is
@@ -634,7 +652,7 @@ static int run_loop(void) {
         stackful_check_canary(sf);
         prev = me()->cur;
         l = me()->rot_lane;
-        prio = me()->rot_prio;
+        mask = me()->rot_mask;
         keep_in_registers(&one, &running, &vv, &sfpoll);
       }
     }
