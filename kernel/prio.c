@@ -47,14 +47,14 @@ static inline uint32_t deserved(struct proc *p) {
   return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? rank(p) : PRIO_UNRANKED;
 }
 
-// The kernel's bitmap into the vvar page, and its byte of `bitmaps` (byte 0;
-// the global bitmap's byte 1 belongs to publish_moved). A byte store: its
-// own byte only, so it needs no atomic operation against publish_moved's
-// on the rest of the word (an AMO is atomic against every overlapping store).
-// Like kernel_bitmap, last writer wins, and every kernel entry writes again.
+// The kernel's bitmap into the vvar page, and its copy into the global
+// bitmap's second byte (see abi.h). A byte store: the global bits, which
+// publish_moved flips by atomic operations on the whole word, are not
+// touched (and an AMO is atomic against every overlapping store). Like
+// kernel_bitmap, last writer wins, and every kernel entry writes again.
 static inline void publish_kernel_bitmap(uint64_t kbm) {
   vvar->kernel_bitmap = kbm;
-  *(volatile uint8_t *)&vvar->bitmaps = (uint8_t)kbm;
+  ((volatile uint8_t *)&vvar->global_bitmap)[1] = (uint8_t)kbm;
 }
 
 void prio_publish_kernel(void) {
@@ -87,16 +87,6 @@ uint32_t prio_publish_unless_kernel(struct proc *p) {
   return publish(p, now);
 }
 
-static void global_bit_set(uint32_t p) {
-  __atomic_fetch_or(&vvar->global_bitmap, 1UL << p, __ATOMIC_SEQ_CST);
-  __atomic_fetch_or(&vvar->bitmaps, 1UL << (8 + p), __ATOMIC_SEQ_CST);
-}
-
-static void global_bit_clear(uint32_t p) {
-  __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << p), __ATOMIC_SEQ_CST);
-  __atomic_fetch_and(&vvar->bitmaps, ~(1UL << (8 + p)), __ATOMIC_SEQ_CST);
-}
-
 // p's rank moved from old to now (returns now).
 static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now) {
   // Two harts may publish p at once (two of its threads): only the one that
@@ -107,17 +97,15 @@ static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t
   // one priority (one count goes 1 -> 0 while the other's goes 0 -> 1): each
   // looks at the count again after flipping, and flips back if it no longer
   // agrees, so the bit ends up matching the count.
-  // The bit goes into global_bitmap and into byte 1 of `bitmaps` (bit 8 + p)
-  // by the same steps, so the same argument holds for both.
   if (old != PRIO_UNRANKED && __atomic_sub_fetch(&vvar->nproc_at[old], 1, __ATOMIC_SEQ_CST) == 0) {
-    global_bit_clear(old);
+    __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << old), __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&vvar->nproc_at[old], __ATOMIC_SEQ_CST))
-      global_bit_set(old);
+      __atomic_fetch_or(&vvar->global_bitmap, 1UL << old, __ATOMIC_SEQ_CST);
   }
   if (now != PRIO_UNRANKED && __atomic_fetch_add(&vvar->nproc_at[now], 1, __ATOMIC_SEQ_CST) == 0) {
-    global_bit_set(now);
+    __atomic_fetch_or(&vvar->global_bitmap, 1UL << now, __ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&vvar->nproc_at[now], __ATOMIC_SEQ_CST))
-      global_bit_clear(now);
+      __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << now), __ATOMIC_SEQ_CST);
   }
   struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
   if (ex)                         // tell the runtime which bit is its own

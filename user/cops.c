@@ -409,13 +409,13 @@ static inline __attribute__((always_inline)) int others_better_exact(uint64_t pr
 }
 
 // Usually neither has anything better: one load from the vvar page, whose
-// `bitmaps` word has the kernel's bitmap in byte 0 and the global one in
-// byte 1. Folding byte 1 onto byte 0 and shifting left by 64 - prio keeps
-// only the bits below prio of both (at prio 0 the shift is 0 and keeps them
-// all: the exact test then finds nothing better than 0).
+// global_bitmap word has the kernel's bitmap in its second byte (abi.h).
+// Folding that byte onto the first and shifting left by 64 - prio keeps only
+// the bits below prio of both (at prio 0 the shift is 0 and keeps them all:
+// the exact test then finds nothing better than 0).
 static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
                                                               uint64_t prio) {
-  uint64_t w = vv->bitmaps;
+  uint64_t w = vv->global_bitmap;
   if (__builtin_expect(!((w | w >> 8) << ((64 - prio) & 63)), 1))
     return 0;
   return others_better_exact(prio);
@@ -430,7 +430,7 @@ static inline __attribute__((always_inline)) uint64_t better_mask(uint64_t prio)
 
 static inline __attribute__((always_inline)) int others_better_mask(const struct vvar *vv,
                                                                    uint64_t mask, uint64_t prio) {
-  if (__builtin_expect(!(vv->bitmaps & mask), 1))
+  if (__builtin_expect(!(vv->global_bitmap & mask), 1))
     return 0;
   return others_better_exact(prio);
 }
