@@ -52,9 +52,11 @@ static inline uint32_t deserved(struct proc *p) {
 // publish_moved flips by atomic operations on the whole word, are not
 // touched (and an AMO is atomic against every overlapping store). Like
 // kernel_bitmap, last writer wins, and every kernel entry writes again.
+// (Relaxed atomic rather than volatile: GCC 12 then stores the byte without
+// zero-extending it first.)
 static inline void publish_kernel_bitmap(uint64_t kbm) {
   vvar->kernel_bitmap = kbm;
-  ((volatile uint8_t *)&vvar->global_bitmap)[1] = (uint8_t)kbm;
+  __atomic_store_n((uint8_t *)&vvar->global_bitmap + 1, (uint8_t)kbm, __ATOMIC_RELAXED);
 }
 
 void prio_publish_kernel(void) {

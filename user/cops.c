@@ -599,7 +599,7 @@ static int run_loop(void) {
     // coroutine replace it by &no_rotation, which no lane's best ever
     // equals), so that one load and one compare with the lane's best
     // decide. The thread keeps l and
-    // the priority too: a stackful coroutine's switch takes every register, so the
+    // the COPS check's mask too: a stackful coroutine's switch takes every register, so the
     // loop loads them again after it, and a stackless one's poll keeps them
     // where they are (were they live across the switch, the compiler would
     // keep them on the stack for both kinds). All this is set up here, at
