@@ -184,7 +184,14 @@ struct completion_ring {
 // The vvar page (USER_VVAR, read-only), kept current by the kernel at every
 // kernel entry and thread state change. global_bitmap has bit p set if some
 // process with a runnable thread has work of priority p, and nproc_at[p] says
-// how many; kernel_bitmap is the kernel executor's ready bitmap.
+// how many; kernel_bitmap is the kernel executor's ready bitmap. The global
+// bitmap's second byte (bits 8 to 15, above the VVAR_NPRIO priorities) is a
+// copy of the kernel's, so that the runtime's question before each dispatch,
+// "has the kernel or a process work better than p?", is one load and one and
+// with a mask it keeps, ((1 << p) - 1) * 0x101, in the common case that
+// neither has. The kernel stores that byte at every kernel entry, beside
+// kernel_bitmap; the global bits are flipped by atomic operations on the
+// word, which are atomic against that byte store too.
 #define VVAR_NPRIO 8
 #ifndef __ASSEMBLER__
 struct vvar {

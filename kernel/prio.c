@@ -47,9 +47,21 @@ static inline uint32_t deserved(struct proc *p) {
   return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? rank(p) : PRIO_UNRANKED;
 }
 
+// The kernel's bitmap into the vvar page, and its copy into the global
+// bitmap's second byte (see abi.h). A byte store: the global bits, which
+// publish_moved flips by atomic operations on the whole word, are not
+// touched (and an AMO is atomic against every overlapping store). Like
+// kernel_bitmap, last writer wins, and every kernel entry writes again.
+// (Relaxed atomic rather than volatile: GCC 12 then stores the byte without
+// zero-extending it first.)
+static inline void publish_kernel_bitmap(uint64_t kbm) {
+  vvar->kernel_bitmap = kbm;
+  __atomic_store_n((uint8_t *)&vvar->global_bitmap + 1, (uint8_t)kbm, __ATOMIC_RELAXED);
+}
+
 void prio_publish_kernel(void) {
   if (vvar)
-    vvar->kernel_bitmap = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
+    publish_kernel_bitmap(__atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED));
 }
 
 static uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now);
@@ -73,7 +85,7 @@ uint32_t prio_publish_unless_kernel(struct proc *p) {
   if (kbm && exec_ctz64(kbm) <= now)
     return PRIO_KERNEL_FIRST;
   if (vvar)
-    vvar->kernel_bitmap = kbm;
+    publish_kernel_bitmap(kbm);
   return publish(p, now);
 }
 

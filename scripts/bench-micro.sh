@@ -222,12 +222,12 @@ full=$(value yield_resume_fullsave)
   coroutine yields to an equal on an executor with one lane, does the
   executor's rotation inline (`exec_rotate_k`, executor.h; the vDSO's
   exec_next_on does the same rotation, and any other step is still a call
-  through the vDSO's table). The lane, the shift for the COPS check, the vvar
-  page's address and the constants it stores and compares stay in registers
-  across a stackless poll; after a stackful switch, which takes every
-  register, they are loaded again from the thread's record. The 29
-  instructions of the loop per stackless switch (41 before this, 57 before
-  that) are:
+  through the vDSO's table). The lane, the mask for the COPS check, the vvar
+  page's address, stackful_poll's address and the constants it stores and
+  compares stay in registers across a stackless poll; after a stackful
+  switch, which takes every register, they are loaded again from the
+  thread's record. The 25 instructions of the loop per stackless switch (29
+  before this, 41 and 57 before that) are:
     - the result test, against CO_YIELD in a register (1);
     - the step's mark, `cur` = NULL, which keeps the user-interrupt handler
       out of the executor (1);
@@ -235,42 +235,61 @@ full=$(value yield_resume_fullsave)
       (`rot_q`, which cops_reprio of the running coroutine and
       cops_alloc_cpu replace by one no lane's best can be) loaded and
       compared with the lane's best;
-    - the rotation (10): the tail, the head and the head's next loaded, five
-      links stored (prev to the tail, the head out), prev's state and wake
-      mark as one halfword and the head's state, both from registers;
+    - the rotation (10): the tail loaded and prev appended (four links
+      stored), prev's state and wake mark as one halfword, then the head and
+      its next loaded, the head stored and its state; prev is dead before the
+      head is loaded, so the head takes prev's register (no move per turn);
     - the step's end (3): `cur` set, the handler's drain mark loaded and
       tested;
-    - asking whether the kernel or another process has better work (5): two
-      loads from the vvar page, an or, the shift that keeps the bits better
-      than the priority, a branch (the running priority is not stored
-      again: the next coroutine comes from the same queue);
-    - the next coroutine into the loop's register (1), its kind and argument
-      loaded and the kind tested (3), its poll function loaded and called
-      (2).
+    - asking whether the kernel or another process has better work (3): one
+      load from the vvar page (the global bitmap, whose spare second byte is
+      the kernel's bitmap), an and with the bits below the priority in both
+      bytes, kept in a register, and a branch (the running priority is not
+      stored again: the next coroutine comes from the same queue);
+    - the poll function and argument loaded, the poll function compared with
+      stackful_poll, which in the runtime marks exactly the stackful
+      coroutines (3: no kind byte), and the call (1).
   The benchmark's poll function adds 14: it counts a shared turn down and
   returns whether to go on, 5 of them its frame pointer's (the turn, not the
   loop, decides when the two are done: 2N turns, 2N switches). So the
-  stackless target (30) is missed by 13, and the loop alone is 29. What
-  would remove more, not done: a ring per priority in which the running
-  coroutine keeps its place, so that a yield to an equal moves a cursor (one
-  load and one store instead of the rotation's eight, saving 6), which
-  changes every step of the executor the kernel shares; one vvar word with
-  the union of the kernel's and the global bitmap (one load and the or
-  less, saving 2: a kernel change); `cur` and the drain mark in one word set
-  by one `amoswap` (saving 1: a handler change); and the poll function's
-  frame (5: all user code keeps frame pointers, and GCC 12 has no
-  -momit-leaf-frame-pointer for RISC-V): together about 29. Asking the COPS
-  question only every K switches (about 2 + 5/K) was not done either: it
-  would weaken the guarantee that the process steps aside before the next
-  dispatch.
+  stackless target (30) is missed by 9. What would remove more, not done:
+    - a ring per priority in which the running coroutine keeps its place, so
+      that a yield to an equal moves the head (one load and one store
+      instead of the rotation's eight, saving 6). The ring must be closed
+      (the tail's next is the head, the head's prev the tail), so every pop
+      must mend it: two or three more instructions in the kernel's stackless
+      dispatch, which is 39 against its target of 40; and every step of the
+      executor would have to know a running coroutine that is still linked;
+    - the handler's deferral tested on the state of `cur` (not RUNNING in the
+      step: the rotation's first store marks prev READY) instead of a NULL
+      mark, or `cur` and the drain mark in one word set by one `amoswap`
+      (saving 1 each: changes to the handler);
+    - the poll function's frame (5). The kernel prints no user backtrace (a
+      faulting process gets one line with pc and stval: docs/ABI.md,
+      "Faults"), so user frame pointers serve debuggers, which with -g unwind
+      by the DWARF call-frame information anyway; but GCC 12 has no
+      -momit-leaf-frame-pointer for RISC-V (GCC 14 has), so the choice is
+      all user code without frame pointers (a change for every program and
+      for what docs/ABI.md promises of crt0) or a per-function attribute on
+      poll functions (which, on the benchmark's, would be tuning the
+      benchmark). Neither was done;
+    - a vvar word holding the lowest bit of both bitmaps (a compare instead
+      of the and and the mask: saving 1) was built and dropped: keeping it
+      exact when harts publish at once cost the kernel about 230
+      instructions per async round trip (docs/ARCHITECTURE.md, "Priorities
+      the kernel sees").
+  Together about 13. Asking the COPS question only every K switches (about
+  2 + 3/K) was not done either: it would weaken the guarantee that the
+  process steps aside before the next dispatch.
   The stackful row (58; 71 before) is 42 in the loop and 16 in the yielder.
   The loop: the step's mark, the rotation and its test, the step's end and
-  the COPS check as above (22); the kind and argument (3); the CACS switch in
-  (6) and the store of the coroutine's resume address (1); the result test
-  (1: the result travels as result - CO_YIELD, so a yield is 0); the stack
-  canary tested (3); the coroutine that ran found through `cur`, the lane
-  and the shift loaded from the thread, and the three register values formed
-  again (6). The yielder: `cops_yield` inline (its record through `tp`, 2,
+  the COPS check as above (20); the poll function and argument loaded and
+  the poll function compared (3); the CACS switch in (6) and the store of
+  the coroutine's resume address (1); the result test (1: the result
+  travels as result - CO_YIELD, so a yield is 0); the stack canary tested
+  (3); the coroutine that ran found through `cur`, the lane and the mask
+  loaded from the thread, and the four register values formed again (8:
+  stackful_poll's address takes two). The yielder: `cops_yield` inline (its record through `tp`, 2,
   the result, 1, the CACS switch out, 6, and the store of the loop's resume
   address, 1) and its loop, which counts the shared turn down (6).
   profile.sh's counts are at the end of this page.

@@ -34,7 +34,7 @@ struct cops_thread {
   struct co_queue *rot_q;          // the queue run_loop's inner loop rotates: the running
                                    // coroutine's, in one_lane; &no_rotation when it may not
   struct exec_lane *rot_lane;      // one_lane when run_loop's inner loop began
-  uint64_t rot_below;              // 64 - the running priority, mod 64 (others_better_below)
+  uint64_t rot_mask;               // better_mask of the running priority (run_loop's inner loop)
 };
 
 // rot_q once the inner loop may not rotate any more: a queue no lane's best is.
@@ -284,6 +284,8 @@ void stackful_overflow(struct stackful *sf) {
 int stackful_poll(void *arg) { return stackful_resume(arg); }
 
 int64_t cops_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
+  if (poll == stackful_poll)
+    return EXEC_EINVAL;            // (the loop takes that poll to mean a stackful coroutine)
   crit_enter();
   int64_t cid = V->exec_spawn_on(EX, me()->lane, poll, arg, prio, CO_STACKLESS);
   crit_exit();
@@ -406,36 +408,45 @@ static inline __attribute__((always_inline)) int others_better_exact(uint64_t pr
   return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
 }
 
-// Usually neither has anything better: one test for both. Shifting left by
-// 64 - prio keeps only the bits below prio (at prio 0 the shift is 0 and
-// keeps them all: the exact test then finds nothing better than 0).
-static inline __attribute__((always_inline)) int others_better(uint64_t prio) {
-  uint64_t any = VVAR->kernel_bitmap | VVAR->global_bitmap;
-  if (!(any << ((64 - prio) & 63)))
+// Usually neither has anything better: one load from the vvar page, whose
+// global_bitmap word has the kernel's bitmap in its second byte (abi.h).
+// Folding that byte onto the first and shifting left by 64 - prio keeps only
+// the bits below prio of both (at prio 0 the shift is 0 and keeps them all:
+// the exact test then finds nothing better than 0).
+static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
+                                                              uint64_t prio) {
+  uint64_t w = vv->global_bitmap;
+  if (__builtin_expect(!((w | w >> 8) << ((64 - prio) & 63)), 1))
     return 0;
   return others_better_exact(prio);
 }
 
-// The same for run_loop's inner loop, which keeps the shift, below =
-// (64 - prio) & 63, and the vvar page's address in registers (prio is below
-// back: below is 0 only for prio 0).
-static inline __attribute__((always_inline)) int others_better_below(const struct vvar *vv,
-                                                                    uint64_t below) {
-  uint64_t any = vv->kernel_bitmap | vv->global_bitmap;
-  if (!(any << below))
+// The same for run_loop's inner loop, which keeps the bits below prio of
+// both bytes, better_mask(prio), in a register: one load, an and, a branch.
+static inline __attribute__((always_inline)) uint64_t better_mask(uint64_t prio) {
+  uint64_t below = (1ULL << prio) - 1;
+  return below | below << 8;
+}
+
+static inline __attribute__((always_inline)) int others_better_mask(const struct vvar *vv,
+                                                                   uint64_t mask, uint64_t prio) {
+  if (__builtin_expect(!(vv->global_bitmap & mask), 1))
     return 0;
-  return others_better_exact((64 - below) & 63);
+  return others_better_exact(prio);
 }
 
 // The values run_loop's inner loop keeps in registers (see there).
 static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *one, uint64_t *running,
-                                                                    const struct vvar **vv) {
+                                                                    const struct vvar **vv,
+                                                                    co_poll_fn *sfpoll) {
   uint64_t o = CO_YIELD, r = CO_RUNNING;
   const struct vvar *v = VVAR;
-  __asm__("" : "+r"(o), "+r"(r), "+r"(v));
+  co_poll_fn f = stackful_poll;
+  __asm__("" : "+r"(o), "+r"(r), "+r"(v), "+r"(f));
   *one = o;
   *running = r;
   *vv = v;
+  *sfpoll = f;
 }
 
 _Static_assert(EXEC_READY_WORD == CO_YIELD, "run_loop's `one` is both");
@@ -572,7 +583,7 @@ static int run_loop(void) {
     // aside if the kernel or another process has better work than c.
     uint64_t prio = c->prio;
     *RUNNING_PRIO = prio;
-    if (others_better(prio))
+    if (others_better(VVAR, prio))
       yield();
     res = run_once(c, &prev);
     if (res != CO_YIELD)
@@ -588,7 +599,7 @@ static int run_loop(void) {
     // coroutine replace it by &no_rotation, which no lane's best ever
     // equals), so that one load and one compare with the lane's best
     // decide. The thread keeps l and
-    // below too: a stackful coroutine's switch takes every register, so the
+    // the COPS check's mask too: a stackful coroutine's switch takes every register, so the
     // loop loads them again after it, and a stackless one's poll keeps them
     // where they are (were they live across the switch, the compiler would
     // keep them on the stack for both kinds). All this is set up here, at
@@ -596,35 +607,42 @@ static int run_loop(void) {
     // ends (the general step) pays none of it.
     prio = prev->prio;
     t->rot_q = &l->ready[prio];
-    uint64_t below = (64 - prio) & 63;
     t->rot_lane = l;
-    t->rot_below = below;
-    // The constants the inner loop stores and compares, and the vvar page's
-    // address, in registers too, by the same rule: hidden from the compiler
-    // (an empty asm), which would otherwise form them again on every turn.
+    uint64_t mask = better_mask(prio);
+    t->rot_mask = mask;
+    // The constants the inner loop stores and compares, the vvar page's
+    // address and stackful_poll's (the kind test: below), in registers too,
+    // by the same rule: hidden from the compiler (an empty asm), which would
+    // otherwise form them again on every turn.
     uint64_t one, running;
     const struct vvar *vv;
-    keep_in_registers(&one, &running, &vv);
+    co_poll_fn sfpoll;
+    keep_in_registers(&one, &running, &vv, &sfpoll);
     for (;;) {
       step_begin();
       // prev's queue is the lane's best: it goes to its tail, the head runs.
       struct co_queue *q = me()->rot_q;
       if (l->best != q)
         break;                       // (the general step above sets cur again)
-      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: below holds)
+      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: mask holds)
       step_end(c);
-      if (others_better_below(vv, below))
+      if (others_better_mask(vv, mask, c->prio))
         yield();
-      if (c->kind == CO_STACKLESS) {
+      // The kind, asked of the poll function, which the call loads anyway:
+      // in this runtime a coroutine is stackful exactly when its poll is
+      // stackful_poll (cops_spawn refuses that one for a stackless coroutine).
+      co_poll_fn poll = c->poll;
+      void *arg = c->arg;
+      if (poll != sfpoll) {
         prev = c;
-        int r = c->poll(c->arg);
+        int r = poll(arg);
         if ((uint64_t)(int64_t)r != one) {     // (one is CO_YIELD)
           res = r;
           break;
         }
       } else {
         // run_once's stackful half, with the state above loaded again.
-        struct stackful *sf = c->arg;
+        struct stackful *sf = arg;
         long r = cacs_enter_raw(&sf);   // (0 for a yield)
         if (__builtin_expect(r != 0, 0)) {
           res = after_switch_out(sf, r);
@@ -634,8 +652,8 @@ static int run_loop(void) {
         stackful_check_canary(sf);
         prev = me()->cur;
         l = me()->rot_lane;
-        below = me()->rot_below;
-        keep_in_registers(&one, &running, &vv);
+        mask = me()->rot_mask;
+        keep_in_registers(&one, &running, &vv, &sfpoll);
       }
     }
   }

@@ -5,6 +5,7 @@
 // stackful coroutines that block deep in a call chain. One line per check, then
 // "coptest: N passed, M failed"; the exit status is M.
 #include "cops.h"
+#include "stackful.h"
 #include "ulib.h"
 #include "utest.h"
 
@@ -82,6 +83,9 @@ static void test_cids(void) {
   check("cid-huge-slot", cops_wake(((cid_t)1 << 32) | 0x7fffffff), EXEC_ESTALE);
   check("reprio-bad-priority", cops_reprio(cops_current(), COPS_NPRIO), EXEC_EINVAL);
   check("spawn-bad-priority", cops_spawn(quick_poll, 0, COPS_NPRIO), EXEC_EINVAL);
+  // The loop takes stackful_poll to mean a stackful coroutine (its kind test):
+  // a stackless one with that poll function would be switched into as one.
+  check("spawn-stackful-poll-refused", cops_spawn(stackful_poll, 0, 2), EXEC_EINVAL);
   int64_t fresh = cops_spawn(quick_poll, 0, 2);
   check("slot-reused", (long)(uint32_t)fresh, (long)(uint32_t)old);
   check("reused-slot-new-cid", fresh != old, 1);

@@ -36,6 +36,16 @@ int main(int argc, char **argv) {
   const struct vvar *vv = (const struct vvar *)USER_VVAR;
   yield();                                   // a kernel entry refreshes the vvar page
   check("vvar-shows-own-priority", (long)((vv->global_bitmap >> COPS_MAIN_PRIO) & 1), 1);
+  // The global bitmap's second byte is a copy of the kernel's bitmap (the
+  // runtime's one-load test before each dispatch). Read again if a tick
+  // moved them meanwhile.
+  uint64_t g, k;
+  do {
+    g = vv->global_bitmap;
+    k = vv->kernel_bitmap;
+  } while (g != vv->global_bitmap);
+  check("vvar-global-has-kernel-byte", (long)((g >> 8) & 0xff), (long)(k & 0xff));
+  check("vvar-global-nothing-above", (long)(g >> 16), 0);
 
   int low = spawn_worker("6");
   int high = spawn_worker("2");

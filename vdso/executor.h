@@ -248,16 +248,20 @@ exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "EXEC_READY_WORD");
 _Static_assert(offsetof(struct co, wake_pending) == offsetof(struct co, state) + 1 &&
                offsetof(struct co, state) % 2 == 0, "state and wake_pending: one halfword");
+// prev is appended first and the head taken after, so that prev is dead
+// before c is loaded: a loop that turns c into the next prev may then keep
+// both in one register (no move per turn).
 static inline __attribute__((always_inline)) struct co *
 exec_rotate_k(struct co_queue *q, struct co *prev, uint64_t ready_word, uint64_t running) {
-  struct co *c = q->head, *t = q->tail;
+  struct co *t = q->tail;
   t->next = prev;
   prev->prev = t;
   prev->next = 0;
   q->tail = prev;
-  q->head = c->next;              // not empty: prev is behind c at least
   typedef uint16_t __attribute__((may_alias)) halfword;
   *(halfword *)&prev->state = (uint16_t)ready_word;
+  struct co *c = q->head;         // (loaded after the stores: when c was the only
+  q->head = c->next;              // one, c->next is prev now) not empty: prev is behind c
   c->state = (uint8_t)running;
   return c;
 }

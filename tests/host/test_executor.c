@@ -266,6 +266,36 @@ static void test_rotate_and_unlink(void) {
   exec_destroy(&ex);
 }
 
+// The inline rotation between two equals, where the queue holds one
+// coroutine, the head and the tail at once (the user runtime's ping-pong):
+// exec_rotate appends prev first and reads the head's next after, which is
+// then prev itself.
+static void test_rotate_two(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[4], n = 0;
+  struct rec a = { 1, log, &n, CO_YIELD }, b = { 2, log, &n, CO_YIELD };
+  exec_spawn(&ex, rec_poll, &a, 2, CO_STACKLESS);
+  exec_spawn(&ex, rec_poll, &b, 2, CO_STACKLESS);
+  struct co *c = exec_next(&ex, 0, 0);
+  CHECK(c->arg == &a);
+  struct co_queue *q = exec_rotation_queue((struct exec_lane *)ex.lanes, c);
+  CHECK(q != 0);
+  for (int i = 0; i < 5; i++) {
+    struct co *prev = c;
+    c = exec_rotate(q, prev);
+    CHECK(c->arg == (i % 2 ? (void *)&a : (void *)&b));
+    CHECK(q->head == prev && q->tail == prev && prev->next == 0);
+    CHECK_EQ(c->state, CO_RUNNING);
+    CHECK_EQ(prev->state, CO_READY);
+    CHECK(exec_check(&ex, why, sizeof why) == 0);
+  }
+  c = exec_next(&ex, c, CO_DONE);
+  CHECK(c->arg == (void *)&a);
+  CHECK(exec_next(&ex, c, CO_DONE) == 0);
+  exec_destroy(&ex);
+}
+
 // An executor that starts with one lane (the one-lane steps) and gets a
 // second while coroutines are queued, as the user runtime's alloc_cpu does:
 // from then on the several-lane steps run, and lane 1 steals lane 0's work.
@@ -572,6 +602,7 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_stale_and_bad_cids);
   RUN_TEST(test_reprio);
   RUN_TEST(test_rotate_and_unlink);
+  RUN_TEST(test_rotate_two);
   RUN_TEST(test_one_lane_grows);
   RUN_TEST(test_ten_thousand_alive);
   RUN_TEST(test_ctz_soft);
