@@ -178,28 +178,38 @@ struct completion_ring {
 // tells the kernel how urgent the process's work is. Both are untrusted.
 #define EXEC_PAGE_RUNNING_PRIO 4088
 // The kernel stores here the priority it ranks the process at (the one counted
-// in the vvar page's nproc_at), VVAR_NPRIO when it ranks it nowhere (no thread
-// runnable), so the runtime can tell its own bit in global_bitmap from others'.
+// in the vvar page's ranks), VVAR_NPRIO when it ranks it nowhere (no thread
+// runnable), so the runtime can tell its own count in ranks from others'.
 #define EXEC_PAGE_PUBLISHED_PRIO 4084
 // The vvar page (USER_VVAR, read-only), kept current by the kernel at every
-// kernel entry and thread state change. global_bitmap has bit p set if some
-// process with a runnable thread has work of priority p, and nproc_at[p] says
-// how many; kernel_bitmap is the kernel executor's ready bitmap. The global
-// bitmap's second byte (bits 8 to 15, above the VVAR_NPRIO priorities) is a
-// copy of the kernel's, so that the runtime's question before each dispatch,
-// "has the kernel or a process work better than p?", is one load and one and
-// with a mask it keeps, ((1 << p) - 1) * 0x101, in the common case that
-// neither has. The kernel stores that byte at every kernel entry, beside
-// kernel_bitmap; the global bits are flipped by atomic operations on the
-// word, which are atomic against that byte store too.
+// kernel entry and thread state change. One word, `ranks`, answers the
+// runtime's question before each dispatch -- "has the kernel or a process
+// work better than p?" -- with one load and one and, with a mask it keeps
+// (vvar_better_mask):
+//   - bits [7q, 7q + 7), q < VVAR_NPRIO: how many processes with a runnable
+//     thread the kernel ranks at priority q (at most NPROC, 64: seven bits
+//     hold it, and the field of a process moving away is never 0, so an add
+//     never borrows from or carries into a neighbour);
+//   - bits [56, 64): a copy of the kernel executor's ready bitmap's low byte.
+// A process moves between fields by one atomic add of the difference; the
+// kernel stores its byte at every kernel entry (an AMO is atomic against an
+// overlapping byte store). kernel_bitmap is the kernel's whole bitmap.
 #define VVAR_NPRIO 8
+#define VVAR_RANK_BITS 7
+#define VVAR_KERNEL_SHIFT 56
 #ifndef __ASSEMBLER__
 struct vvar {
-  volatile unsigned long global_bitmap;
+  volatile unsigned long ranks;
   volatile unsigned long kernel_bitmap;
-  volatile unsigned long updates;
-  volatile unsigned int nproc_at[VVAR_NPRIO];
 };
+// The fields of ranks better than priority p: every process's and the kernel's.
+static inline unsigned long vvar_better_mask(unsigned long p) {
+  return ((1UL << (VVAR_RANK_BITS * p)) - 1) | ((1UL << p) - 1) << VVAR_KERNEL_SHIFT;
+}
+// How many processes ranks says are at priority p.
+static inline unsigned long vvar_rank_count(unsigned long ranks, unsigned long p) {
+  return (ranks >> (VVAR_RANK_BITS * p)) & ((1UL << VVAR_RANK_BITS) - 1);
+}
 #endif
 
 // Standard descriptors: every process starts with the console on 0, 1 and 2.

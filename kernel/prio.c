@@ -9,6 +9,8 @@
 
 static struct vvar *vvar;
 _Static_assert(NPRIO_DEFAULT == VVAR_NPRIO, "the vvar page counts every priority");
+_Static_assert(NPROC < (1 << VVAR_RANK_BITS), "a count of processes fits its field of ranks");
+_Static_assert(VVAR_NPRIO * VVAR_RANK_BITS <= VVAR_KERNEL_SHIFT, "the counts stay below the kernel's byte");
 
 int prio_init(void) {
   vvar = palloc_zero(1);
@@ -47,16 +49,15 @@ static inline uint32_t deserved(struct proc *p) {
   return __atomic_load_n(&p->nactive, __ATOMIC_RELAXED) > 0 ? rank(p) : PRIO_UNRANKED;
 }
 
-// The kernel's bitmap into the vvar page, and its copy into the global
-// bitmap's second byte (see abi.h). A byte store: the global bits, which
-// publish_moved flips by atomic operations on the whole word, are not
-// touched (and an AMO is atomic against every overlapping store). Like
-// kernel_bitmap, last writer wins, and every kernel entry writes again.
-// (Relaxed atomic rather than volatile: GCC 12 then stores the byte without
-// zero-extending it first.)
+// The kernel's bitmap into the vvar page, and its low byte into ranks (see
+// abi.h). A byte store: the counts, which publish_moved changes by atomic
+// adds on the whole word, are not touched (an AMO is atomic against every
+// overlapping store). Like kernel_bitmap, last writer wins, and every kernel
+// entry writes again. (Relaxed atomic rather than volatile: GCC 12 then
+// stores the byte without zero-extending it first.)
 static inline void publish_kernel_bitmap(uint64_t kbm) {
   vvar->kernel_bitmap = kbm;
-  __atomic_store_n((uint8_t *)&vvar->global_bitmap + 1, (uint8_t)kbm, __ATOMIC_RELAXED);
+  __atomic_store_n((uint8_t *)&vvar->ranks + VVAR_KERNEL_SHIFT / 8, (uint8_t)kbm, __ATOMIC_RELAXED);
 }
 
 void prio_publish_kernel(void) {
@@ -95,22 +96,13 @@ static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t
   // moves pub_prio moves the counts, so each process is counted once.
   if (!__atomic_compare_exchange_n(&p->pub_prio, &old, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     return now;
-  // A count that leaves or reaches zero flips its bit. Two harts may race on
-  // one priority (one count goes 1 -> 0 while the other's goes 0 -> 1): each
-  // looks at the count again after flipping, and flips back if it no longer
-  // agrees, so the bit ends up matching the count.
-  if (old != PRIO_UNRANKED && __atomic_sub_fetch(&vvar->nproc_at[old], 1, __ATOMIC_SEQ_CST) == 0) {
-    __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << old), __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&vvar->nproc_at[old], __ATOMIC_SEQ_CST))
-      __atomic_fetch_or(&vvar->global_bitmap, 1UL << old, __ATOMIC_SEQ_CST);
-  }
-  if (now != PRIO_UNRANKED && __atomic_fetch_add(&vvar->nproc_at[now], 1, __ATOMIC_SEQ_CST) == 0) {
-    __atomic_fetch_or(&vvar->global_bitmap, 1UL << now, __ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&vvar->nproc_at[now], __ATOMIC_SEQ_CST))
-      __atomic_fetch_and(&vvar->global_bitmap, ~(1UL << now), __ATOMIC_SEQ_CST);
-  }
+  // One add moves p from old's count to now's: concurrent moves of other
+  // processes are adds too, so every order gives the same counts.
+  uint64_t delta = (now != PRIO_UNRANKED ? 1UL << (VVAR_RANK_BITS * now) : 0) -
+                   (old != PRIO_UNRANKED ? 1UL << (VVAR_RANK_BITS * old) : 0);
+  __atomic_fetch_add(&vvar->ranks, delta, __ATOMIC_SEQ_CST);
   struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
-  if (ex)                         // tell the runtime which bit is its own
+  if (ex)                         // tell the runtime which count holds it
     *(volatile uint32_t *)((char *)ex + EXEC_PAGE_PUBLISHED_PRIO) = now;
   return now;
 }

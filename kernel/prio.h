@@ -1,6 +1,7 @@
 // Kernel-perceived priorities (COPS section 3.2): the kernel reads every
 // process's executor bitmap, ranks processes by their best ready work, runs them
-// at that priority, and publishes the global bitmap in the vvar page.
+// at that priority, and publishes how many processes it ranks at each priority
+// in the vvar page (the ranks word, abi.h).
 #ifndef PRIO_H
 #define PRIO_H
 #include <stdint.h>
@@ -19,8 +20,8 @@ uint32_t prio_of(struct proc *p);
 int prio_user_has_ready(struct proc *p);
 // Rank p again (COPS: at every kernel entry): if the priority its work deserves
 // now, or whether it has a runnable thread at all (p->nactive), changed since
-// it was last published, move it in the global bitmap. O(1) and lock-free: the
-// vvar page keeps a count of processes per priority; the table is never scanned. Also
+// it was last published, move it between the vvar page's counts: one atomic
+// add, O(1) and lock-free; the table is never scanned. Also
 // copies the kernel executor's bitmap to the vvar page.
 void prio_publish(struct proc *p);
 // The same for a kernel entry that may skip the switching coroutine's loop

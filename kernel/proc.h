@@ -169,7 +169,7 @@ static inline uint32_t proc_runq_best(void) {
   return bm ? exec_ctz64(bm) : NPRIO_DEFAULT;
 }
 // Every change of a thread's state goes through here: it keeps p->nactive
-// and so the process's place in the global bitmap (prio_publish) right.
+// and so the process's count in the vvar page's ranks (prio_publish) right.
 void thread_set_state(struct thread *t, enum thread_state s);
 // Parking (struct thread_park). thread_park_block: t, registered
 // (PARK_WAITING) and already T_BLOCKED, blocks: 1, or 0 if it was woken

@@ -242,9 +242,9 @@ full=$(value yield_resume_fullsave)
     - the step's end (3): `cur` set, the handler's drain mark loaded and
       tested;
     - asking whether the kernel or another process has better work (3): one
-      load from the vvar page (the global bitmap, whose spare second byte is
-      the kernel's bitmap), an and with the bits below the priority in both
-      bytes, kept in a register, and a branch (the running priority is not
+      load from the vvar page (the ranks word: counts of processes per
+      priority, and the kernel's bitmap in its top byte), an and with the
+      fields below the priority, kept in a register, and a branch (the running priority is not
       stored again: the next coroutine comes from the same queue);
     - the poll function and argument loaded, the poll function compared with
       stackful_poll, which in the runtime marks exactly the stackful

@@ -34,7 +34,7 @@ struct cops_thread {
   struct co_queue *rot_q;          // the queue run_loop's inner loop rotates: the running
                                    // coroutine's, in one_lane; &no_rotation when it may not
   struct exec_lane *rot_lane;      // one_lane when run_loop's inner loop began
-  uint64_t rot_mask;               // better_mask of the running priority (run_loop's inner loop)
+  uint64_t rot_mask;               // vvar_better_mask of the running priority (run_loop's inner loop)
 };
 
 // rot_q once the inner loop may not rotate any more: a queue no lane's best is.
@@ -394,45 +394,30 @@ static void main_body(void *arg) {
 }
 
 // Has the kernel, or another process, work better than priority prio? (COPS:
-// cooperation through the global bitmap in the read-only vvar page.) Our own
-// process is in the bitmap too, at the priority the kernel last ranked it
-// (PUBLISHED_PRIO); a bit that is only ours is no reason to step aside.
+// cooperation through the ranks word of the read-only vvar page, abi.h.) Our
+// own process is counted too, at the priority the kernel last ranked it
+// (PUBLISHED_PRIO); a count that is only us is no reason to step aside.
 static inline __attribute__((always_inline)) int others_better_exact(uint64_t prio) {
-  uint64_t mask = (1ULL << prio) - 1;
-  if (VVAR->kernel_bitmap & mask)
-    return 1;
-  uint64_t g = VVAR->global_bitmap & mask;
-  if (!g)
-    return 0;
+  uint64_t w = VVAR->ranks;
   uint32_t own = *PUBLISHED_PRIO;
-  return own >= VVAR_NPRIO || g != (1ULL << own) || VVAR->nproc_at[own] > 1;
+  if (own < VVAR_NPRIO && vvar_rank_count(w, own))
+    w -= 1UL << (VVAR_RANK_BITS * own);
+  return (w & vvar_better_mask(prio)) != 0;
 }
 
-// Usually neither has anything better: one load from the vvar page, whose
-// global_bitmap word has the kernel's bitmap in its second byte (abi.h).
-// Folding that byte onto the first and shifting left by 64 - prio keeps only
-// the bits below prio of both (at prio 0 the shift is 0 and keeps them all:
-// the exact test then finds nothing better than 0).
-static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
-                                                              uint64_t prio) {
-  uint64_t w = vv->global_bitmap;
-  if (__builtin_expect(!((w | w >> 8) << ((64 - prio) & 63)), 1))
-    return 0;
-  return others_better_exact(prio);
-}
-
-// The same for run_loop's inner loop, which keeps the bits below prio of
-// both bytes, better_mask(prio), in a register: one load, an and, a branch.
-static inline __attribute__((always_inline)) uint64_t better_mask(uint64_t prio) {
-  uint64_t below = (1ULL << prio) - 1;
-  return below | below << 8;
-}
-
+// Usually neither has anything better: one load from the vvar page and an and
+// with vvar_better_mask(prio), which run_loop's inner loop keeps in a
+// register; only when that finds something is our own count taken out.
 static inline __attribute__((always_inline)) int others_better_mask(const struct vvar *vv,
                                                                    uint64_t mask, uint64_t prio) {
-  if (__builtin_expect(!(vv->global_bitmap & mask), 1))
+  if (__builtin_expect(!(vv->ranks & mask), 1))
     return 0;
   return others_better_exact(prio);
+}
+
+static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
+                                                              uint64_t prio) {
+  return others_better_mask(vv, vvar_better_mask(prio), prio);
 }
 
 // The values run_loop's inner loop keeps in registers (see there).
@@ -608,7 +593,7 @@ static int run_loop(void) {
     prio = prev->prio;
     t->rot_q = &l->ready[prio];
     t->rot_lane = l;
-    uint64_t mask = better_mask(prio);
+    uint64_t mask = vvar_better_mask(prio);
     t->rot_mask = mask;
     // The constants the inner loop stores and compares, the vvar page's
     // address and stackful_poll's (the kind test: below), in registers too,

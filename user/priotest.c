@@ -5,7 +5,8 @@
 //     one is still computing, because the kernel ranks processes by their
 //     executors' best work and preempts at the next tick;
 //   - a process that spins forever cannot starve a high-priority one;
-//   - the vvar page shows the caller's priority in the global bitmap.
+//   - the vvar page counts the caller at its priority in the ranks word, with
+//     the kernel's bitmap in its top byte.
 // "priotest --work P" sets its own priority to P, computes, and exits with P.
 #include "cops.h"
 #include "ulib.h"
@@ -35,17 +36,23 @@ int main(int argc, char **argv) {
 
   const struct vvar *vv = (const struct vvar *)USER_VVAR;
   yield();                                   // a kernel entry refreshes the vvar page
-  check("vvar-shows-own-priority", (long)((vv->global_bitmap >> COPS_MAIN_PRIO) & 1), 1);
-  // The global bitmap's second byte is a copy of the kernel's bitmap (the
-  // runtime's one-load test before each dispatch). Read again if a tick
-  // moved them meanwhile.
+  check("vvar-shows-own-priority", (long)(vvar_rank_count(vv->ranks, COPS_MAIN_PRIO) >= 1), 1);
+  // ranks's top byte is a copy of the kernel's bitmap (the runtime's one-load
+  // test before each dispatch), and its counts add up to the processes ranked
+  // (at most NPROC, 64). Read again if a tick moved them meanwhile.
   uint64_t g, k;
   do {
-    g = vv->global_bitmap;
+    g = vv->ranks;
     k = vv->kernel_bitmap;
-  } while (g != vv->global_bitmap);
-  check("vvar-global-has-kernel-byte", (long)((g >> 8) & 0xff), (long)(k & 0xff));
-  check("vvar-global-nothing-above", (long)(g >> 16), 0);
+  } while (g != vv->ranks);
+  check("vvar-ranks-has-kernel-byte", (long)(g >> VVAR_KERNEL_SHIFT), (long)(k & 0xff));
+  long ranked = 0;
+  for (unsigned long q = 0; q < VVAR_NPRIO; q++)
+    ranked += (long)vvar_rank_count(g, q);
+  check("vvar-ranks-count-processes", ranked >= 1 && ranked <= 64, 1);
+  // The masks the runtime tests with: priority 3 sees the counts of 0-2 and
+  // the kernel's bits 0-2, nothing of its own or worse.
+  check("vvar-better-mask", (long)(vvar_better_mask(3) == (((1UL << 21) - 1) | (7UL << 56))), 1);
 
   int low = spawn_worker("6");
   int high = spawn_worker("2");
