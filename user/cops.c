@@ -122,8 +122,9 @@ static __attribute__((noinline)) struct op_entry *op_grow(cid_t cid) {
   struct op_entry *ch = calloc(EXEC_CHUNK_SLOTS, sizeof *ch), *none = 0;
   if (!ch)
     return 0;
+  __atomic_thread_fence(__ATOMIC_RELEASE);   // (the zeroes before the pointer: see take_one)
   if (!__atomic_compare_exchange_n(&op_chunks[s / EXEC_CHUNK_SLOTS], &none, ch, 0,
-                                   __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     free(ch);                      // a coroutine on another thread made it first
     ch = none;
   }
@@ -167,7 +168,10 @@ static __attribute__((noinline)) NO_FRAME int take_one(void) {
   if (h == __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE))
     return RING_EMPTY;
   struct ring_entry e = RING->e[h % RING_ENTRIES];
-  if (!__atomic_compare_exchange_n(&RING->head, &h, h + 1, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+  // (The copy's loads before the claim's store. An explicit fence: GCC 12's
+  // compare-and-swap on RISC-V leaves its own ordering out, lr.w/sc.w bare.)
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  if (!__atomic_compare_exchange_n(&RING->head, &h, h + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     return 0;                      // another thread took it first
   struct op_entry *o = op_entry(e.cid);
   if (!o || __atomic_load_n(&o->cid, __ATOMIC_RELAXED) != e.cid)
