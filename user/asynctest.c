@@ -15,6 +15,8 @@
 //   - user interrupts that land in the runtime's switch loop (its inline
 //     rotation) lose nothing, break nothing, and a better coroutine they
 //     wake runs next;
+//   - a completion wakes only the call it matches (none for a stale cid);
+//   - interrupts that land inside an async call's own submit lose nothing;
 //   - a process that exits with async calls in flight leaks nothing.
 // One line per check, then "asynctest: N passed, M failed"; exits with M.
 #include "cops.h"
@@ -495,6 +497,147 @@ static void test_slot_reuse(void) {
   }
 }
 
+// ---- completions that match no call ----
+// A completion is handed only to the call waiting in its cid's entry of the
+// runtime's operation table, and wakes only that call's coroutine. Raw async
+// reads (calls the runtime does not know of) make completions for:
+//   - the cid of a coroutine that waits in cops_block with no call in flight:
+//     it must not be woken (the runtime once woke every completion's cid);
+//   - the cid of a coroutine whose call is in flight, one generation on (as
+//     if its slot had been reused), a slot whose chunk of the table was never
+//     made, and a slot past the table's end: that call must go on waiting,
+//     and then get its own result.
+static int up[2], xp[2];
+static volatile int napper_wakes, napper_go, xdone;
+static long xresult;
+static char xbuf[8], junk[4];
+
+static void napper(void *arg) {
+  (void)arg;
+  while (!napper_go) {
+    cops_block();
+    napper_wakes++;
+  }
+}
+
+static void xreader(void *arg) {
+  (void)arg;
+  xresult = cops_async(SYS_read, xp[0], (long)xbuf, sizeof xbuf);
+  xdone = 1;
+  cops_wake(main_cid);
+}
+
+static void test_unmatched(void) {
+  pipe(up);
+  pipe(xp);
+  napper_wakes = napper_go = xdone = 0;
+  cid_t nap = (cid_t)cops_spawn_stackful(napper, 0, 3);
+  cid_t x = (cid_t)cops_spawn_stackful(xreader, 0, 3);
+  cops_yield();                          // the napper blocks, the reader's call waits
+  cid_t gen = x & ~0xffffffffULL;
+  cid_t fake[4] = { nap, x + (1ULL << 32), gen | 60000, gen | 0xffffffffULL };
+  int submitted = 0;
+  for (int i = 0; i < 4; i++)
+    submitted += raw_async(SYS_read, up[0], (long)&junk[i], 1, 3, (long)fake[i]) == -EINPROGRESS;
+  check("unmatched-submitted", submitted, 4);
+  write(up[1], "abcd", 4);               // completes all four
+  // An async sleep of main's own: by its end the four have long been drained.
+  check("unmatched-sleep", cops_async(SYS_sleep, 20, 0, 0), 0);
+  struct completion_ring *ring = (struct completion_ring *)USER_RING;
+  check("unmatched-all-drained", ring->tail - ring->head, 0);
+  check("unmatched-all-read", junk[0] + junk[1] + junk[2] + junk[3], 'a' + 'b' + 'c' + 'd');
+  check("unmatched-nobody-woken", napper_wakes, 0);
+  check("unmatched-call-still-waits", xdone, 0);
+  write(xp[1], "own", 3);
+  while (!xdone)
+    cops_block();
+  check("unmatched-call-own-result", xresult, 3);
+  check("unmatched-call-own-data", memcmp(xbuf, "own", 3), 0);
+  napper_go = 1;
+  cops_wake(nap);
+  cops_yield();                          // (the napper ends)
+  close(up[0]);
+  close(up[1]);
+  close(xp[0]);
+  close(xp[1]);
+}
+
+// ---- user interrupts that land inside an async call ----
+// An async call's submit holds no lock and no critical section, so the
+// handler may drain in the middle of it: between the entry's store and the
+// ecall, right after the ecall, before the block, after the wake. A ticker's
+// 1 ms sleeps interrupt a pinger that keeps making async reads, one that
+// completes at once (the byte is there) and one that waits (a ponger writes
+// the byte once the pinger has blocked); every result must be the pinger's
+// own, and every sleep must come back. (scripts/test.sh runs this under
+// -icount too, with --loop, where an interrupt can land between any two
+// instructions.)
+enum { PING_ROUNDS = 2000 };
+static int pa[2];
+static volatile int ping_done, ping_wrong, tick_wrong, pong_stop;
+static volatile char pong_byte;
+static cid_t ponger_cid;
+
+static void ponger(void *arg) {
+  (void)arg;
+  for (;;) {
+    cops_block();
+    if (pong_stop)
+      return;
+    char b = pong_byte;
+    write(pa[1], &b, 1);
+  }
+}
+
+static void pinger(void *arg) {
+  (void)arg;
+  for (int i = 0; i < PING_ROUNDS; i++) {
+    char b = (char)('a' + i % 26), c = 0;
+    write(pa[1], &b, 1);
+    if (cops_async(SYS_read, pa[0], (long)&c, 1) != 1 || c != b)
+      ping_wrong++;
+    pong_byte = (char)('A' + i % 26);
+    c = 0;
+    cops_wake(ponger_cid);
+    if (cops_async(SYS_read, pa[0], (long)&c, 1) != 1 || c != pong_byte)
+      ping_wrong++;
+  }
+  ping_done = 1;
+  cops_wake(main_cid);
+}
+
+static void ticker_1ms(void *arg) {
+  (void)arg;
+  while (!ping_done)
+    tick_wrong += cops_async(SYS_sleep, 1, 0, 0) != 0;
+  ping_done = 2;
+  cops_wake(main_cid);
+}
+
+static void test_interrupted_calls(void) {
+  char why[128] = "";
+  pipe(pa);
+  ping_done = ping_wrong = tick_wrong = pong_stop = 0;
+  uint64_t entries0 = cops_uintr_count();
+  ponger_cid = (cid_t)cops_spawn_stackful(ponger, 0, 3);
+  cops_spawn_stackful(ticker_1ms, 0, 3);
+  cops_spawn_stackful(pinger, 0, 3);
+  while (ping_done != 2)
+    cops_block();                        // the ticker wakes main after the pinger is done
+  pong_stop = 1;
+  cops_wake(ponger_cid);
+  cops_yield();                          // (the ponger ends)
+  check("interrupted-calls-own-results", ping_wrong, 0);
+  check("interrupted-calls-sleeps-back", tick_wrong, 0);
+  check("interrupted-calls-interrupts-taken", cops_uintr_count() - entries0 >= PING_ROUNDS, 1);
+  int checked = cops_check(why, sizeof why);
+  check("interrupted-calls-invariants", checked, 0);
+  if (checked)
+    printf("asynctest: interrupted-calls: %s\n", why);
+  close(pa[0]);
+  close(pa[1]);
+}
+
 // ---- user interrupts landing in the runtime's switch loop ----
 // Four coroutines of one priority (two stackless, two stackful) yield to each
 // other as fast as they can, so nearly every instruction the process runs is
@@ -670,6 +813,7 @@ int main(int argc, char **argv) {
     main_cid = cops_current();
     test_interrupts_in_loop("loop-equal", 3);
     test_interrupts_in_loop("loop-better", 1);
+    test_interrupted_calls();
     return utest_summary();
   }
   int kmode = KMODE_COROUTINE;
@@ -689,6 +833,8 @@ int main(int argc, char **argv) {
   test_untouched("untouched", 0);
   test_untouched("pure-calls", 1);
   test_slot_reuse();
+  test_unmatched();
+  test_interrupted_calls();
   test_interrupts_in_loop("loop-equal", 3);
   test_interrupts_in_loop("loop-better", 1);
   if (kmode == KMODE_POLLER)

@@ -2,7 +2,8 @@
 // coroutines run on two harts at once (run with 2 harts or more): both threads
 // must execute coroutines, results must be right, an async call made on the
 // other thread than the one main is blocking must complete through that
-// thread's interrupt, and the executor's invariants must hold afterwards.
+// thread's interrupt, many async calls from both threads at once must each get
+// their own results, and the executor's invariants must hold afterwards.
 // (Coroutines move between threads freely: main itself may run on either.)
 // Last, an idle thread must come back for work that appears with no system
 // call: the kernel wakes it from uwait when its sibling enters the kernel
@@ -56,6 +57,75 @@ static void async_on_helper(void *arg) {
   async_thread = cops_thread_index();
   async_result = cops_async(SYS_sleep, 5, 0, 0);
   cops_wake(main_cid);
+}
+
+// Async calls from both threads at once. NREAD readers (more than a chunk of
+// the runtime's operation table: EXEC_CHUNK_SLOTS, so coroutines on both
+// threads make chunks at about the same time) each read 1 + i % 8 bytes from
+// a pipe of their own, ASYNC_ROUNDS times. Each round main waits until every
+// reader is about to submit, then writes each one the bytes it asked for,
+// its own byte value: the results differ by reader, and one handed to the
+// wrong call shows. Completions arrive for both threads' calls in the one
+// ring, and both threads' handlers drain it at once. The readers run at a
+// worse priority than main, which starts each round.
+#define NREAD 300
+#define ASYNC_ROUNDS 20
+static int apipe[NREAD][2];
+static volatile int a_round, a_submitting, a_done, a_wrong, a_threads[2];
+
+static void areader(void *arg) {
+  long i = (long)arg, len = 1 + i % 8;
+  char buf[8];
+  for (int r = 0; r < ASYNC_ROUNDS; r++) {
+    while (a_round <= r)
+      cops_yield();                  // (main has not started this round yet)
+    __atomic_fetch_add(&a_threads[cops_thread_index() ? 1 : 0], 1, __ATOMIC_SEQ_CST);
+    if (__atomic_add_fetch(&a_submitting, 1, __ATOMIC_SEQ_CST) == (r + 1) * NREAD)
+      cops_wake(main_cid);
+    memset(buf, 0, sizeof buf);
+    int right = cops_async(SYS_read, apipe[i][0], (long)buf, len) == len;
+    for (long k = 0; k < len; k++)
+      right &= buf[k] == (char)i;
+    if (!right)
+      __atomic_fetch_add(&a_wrong, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_add_fetch(&a_done, 1, __ATOMIC_SEQ_CST) == (r + 1) * NREAD)
+      cops_wake(main_cid);
+  }
+}
+
+static void async_two_threads(void) {
+  int piped = 0;
+  for (long i = 0; i < NREAD; i++)
+    piped += pipe(apipe[i]) == 0;
+  check("async-two-threads-pipes", piped, NREAD);
+  for (long i = 0; i < NREAD; i++)
+    cops_spawn_stackful(areader, (void *)i, COPS_MAIN_PRIO + 1);
+  int rounds = 0;
+  for (int r = 0; r < ASYNC_ROUNDS; r++) {
+    a_round = r + 1;
+    while (a_submitting < (r + 1) * NREAD)
+      cops_block();                  // the round's last reader to submit wakes main
+    for (long i = 0; i < NREAD; i++) {
+      char bytes[8];
+      memset(bytes, (char)i, sizeof bytes);
+      write(apipe[i][1], bytes, 1 + i % 8);
+    }
+    while (a_done < (r + 1) * NREAD)
+      cops_block();                  // the round's last reader to finish wakes main
+    rounds++;
+  }
+  check("async-two-threads-all-completed", rounds, ASYNC_ROUNDS);
+  check("async-two-threads-own-results", a_wrong, 0);
+  check("async-two-threads-both-submitted", a_threads[0] > 0 && a_threads[1] > 0, 1);
+  char why[128] = "";
+  int checked = cops_check(why, sizeof why);
+  check("async-two-threads-invariants", checked, 0);
+  if (checked)
+    printf("cputest: %s\n", why);
+  for (long i = 0; i < NREAD; i++) {
+    close(apipe[i][0]);
+    close(apipe[i][1]);
+  }
 }
 
 static volatile int kicked_ran, kicked_thread = -1;
@@ -117,6 +187,7 @@ int main(int argc, char **argv) {
     cops_block();
   check("async-on-the-other-thread", async_thread != blocked_thread, 1);
   check("async-on-the-other-thread-result", async_result, 0);
+  async_two_threads();
   // The other thread has nothing to do now: it sleeps in uwait. Make a
   // coroutine ready (a spawn: no system call) and keep this thread busy in
   // U-mode, so that only the other one can run it.

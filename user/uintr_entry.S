@@ -6,8 +6,8 @@
 # assembler still knowing the N extension, which the ratified spec dropped
 # (docs/NEXT.md).
 #
-# Two entries, one body: cops_uintr_entry ends with uret (native N, where it is
-# an instruction); cops_uintr_entry_ecall ends with the SYS_uintr_ret ecall
+# Two entries, one body: cops_uintr_entry clears USIP first and ends with uret
+# (native N, where both are instructions); cops_uintr_entry_ecall ends with the SYS_uintr_ret ecall
 # (kernel/abi.h), which on the emulated backend does the handler's `csrc uip`
 # and the `uret` in one trap instead of two through M-mode. It restores every
 # register but a0 and a7 itself and leaves those two in the popped frame, at
@@ -55,6 +55,7 @@
         .globl cops_uintr_entry
         .balign 4
 cops_uintr_entry:
+        csrci   0x044, 1        # csrc uip, USIP: first, so a post from here on raises it again
         SAVE_CALLER_SAVED
         call    cops_uintr_handler
         RESTORE_MOST
