@@ -29,6 +29,8 @@ struct hart {
   uint64_t next_tick;
   // counters shown by the console's `stats` and read by tests
   uint64_t ticks, irq_timer, irq_soft, irq_ext, idle_wfi, dispatches;
+  int idling;                   // in idle_wait: an interrupt here finds nothing else to do
+  uint64_t wakes_here;          // kco_wake's wake-affine moves to this hart's lane
 };
 
 extern struct hart harts[BOARD_MAX_HARTS];

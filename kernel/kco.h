@@ -34,7 +34,13 @@ int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio);
 int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint32_t prio,
                               int flags);
 cid_t kco_current(void);
-int kco_wake(cid_t cid);                     // also safe from interrupt handlers
+// Wake a blocked coroutine (also safe from interrupt handlers). With several
+// harts: when this hart has nothing else ready, into this hart's lane, with
+// no other hart woken (wake-affine: this hart runs it next); otherwise as
+// kco_wake_home.
+int kco_wake(cid_t cid);
+// ... in its home lane, kicking an idle hart to run it there or steal it.
+int kco_wake_home(cid_t cid);
 // Wake a blocked coroutine on another hart than this one (an idle one if any):
 // it is queued in that hart's lane, which becomes its home.
 int kco_wake_elsewhere(cid_t cid);

@@ -45,6 +45,13 @@ static void kick_lane(uint32_t lane) {
   // usually nobody sleeps)
   if (!__atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST))
     return;
+  // An interrupt that found this hart idle (a device's, an IPI's) made the
+  // work ready: this hart takes it (or steals it) as soon as the handler
+  // returns, and waking another hart to steal it would only move the
+  // request's next step across harts (and a halted vCPU is slow to wake).
+  struct hart *h = this_hart();
+  if (h->idling || lane == h->index)
+    return;
   uint64_t self = 1ULL << this_hart()->index;
   for (;;) {
     uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~self;
@@ -70,6 +77,7 @@ void sched_set_idle_poll(uint32_t us) {
 
 static void idle_wait(struct hart *h) {
   uint64_t bit = 1ULL << h->index;
+  h->idling = 1;
   // Poll a while first, interrupts on: work that comes soon (the next step of
   // a request, often woken on another hart) is picked up without the hart
   // halting and being woken by an IPI, a path that costs a halted vCPU up to
@@ -78,7 +86,11 @@ static void idle_wait(struct hart *h) {
     uint64_t until = rdtime() + idle_poll_ticks;
     while (rdtime() < until)
       if (exec_ready_anywhere(&kexec))
-        return;
+        break;
+  }
+  if (exec_ready_anywhere(&kexec)) {
+    h->idling = 0;
+    return;
   }
   intr_off();
   __atomic_fetch_or(&idle_harts, bit, __ATOMIC_SEQ_CST);
@@ -91,7 +103,8 @@ static void idle_wait(struct hart *h) {
     wfi();
   }
   __atomic_fetch_and(&idle_harts, ~bit, __ATOMIC_SEQ_CST);
-  intr_on();
+  intr_on();                     // (a pending interrupt is taken here, still idling)
+  h->idling = 0;
 }
 
 void sched_loop(void) {
@@ -183,7 +196,24 @@ cid_t kco_current(void) {
   return c ? co_cid(c) : CID_NONE;
 }
 
+// Wake-affine (kco.h): at light load a request's steps are woken one by
+// another, and each that went to another hart's lane crossed harts: an IPI to
+// a halted hart, which a vCPU is slow to wake from (on this emulator host,
+// often milliseconds). When this hart has nothing else ready, it runs the
+// coroutine as soon as it is done with what it is doing now, which at light
+// load is soon; with work waiting here, the coroutine goes home and an idle
+// hart is kicked, so that load spreads. (The lookups are glances, without the
+// lane's lock: a wrong guess costs a hop, not a lost wake.)
 int kco_wake(cid_t cid) {
+  struct hart *h = this_hart();
+  if (nharts_online > 1 && !exec_lane_has_ready(&kexec, h->index)) {
+    h->wakes_here++;
+    return exec_wake_to(&kexec, cid, h->index);
+  }
+  return kco_wake_home(cid);
+}
+
+int kco_wake_home(cid_t cid) {
   uint32_t lane;
   int r = exec_wake_lane(&kexec, cid, &lane);
   if (r == 1)
@@ -248,8 +278,10 @@ static void print_stats(stats_out_fn *out) {
       es.spawned, es.exited, es.wakes, es.wakes_remembered, es.stale_wakes, es.steals);
   for (uint32_t i = 0; i < nharts_online; i++) {
     struct hart *h = &harts[i];
-    out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu\n",
-        i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi);
+    out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu, "
+        "wakes here %lu\n",
+        i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi,
+        h->wakes_here);
   }
 }
 STATS_SOURCE(10, "sched", print_stats);

@@ -833,6 +833,11 @@ int exec_ready_anywhere(struct executor *ex) {
   return any_lane_has(ex, ~0ULL, __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST));
 }
 
+int exec_lane_has_ready(struct executor *ex, uint32_t lane) {
+  return lane < __atomic_load_n(&ex->nlanes, __ATOMIC_ACQUIRE) &&
+         __atomic_load_n(&lane_at(ex, lane)->bitmap, __ATOMIC_ACQUIRE) != 0;
+}
+
 uint32_t exec_best_prio(const struct executor *ex) {
   uint64_t b = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
   return b ? exec_ctz64(b) : NPRIO_MAX;

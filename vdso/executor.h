@@ -192,6 +192,8 @@ void exec_settle_one(struct executor *ex, struct co *c, int result);
 // that queues (lane bitmap first) and then looks for sleepers, and a sleeper
 // that announces itself and then asks this, cannot miss each other.
 int exec_ready_anywhere(struct executor *ex);
+// Has lane `lane` a ready coroutine (a glance, without its lock)?
+int exec_lane_has_ready(struct executor *ex, uint32_t lane);
 
 // Priority of the best ready coroutine, or NPRIO_MAX when none is ready.
 uint32_t exec_best_prio(const struct executor *ex);

@@ -103,11 +103,13 @@ static void migrate(int stackful) {
   kco_sleep_ms(2);                 // it has blocked (a stackful one right after runs = 1)
   uint32_t home = m.hart[0];
   // Its home hart is busy with a hog that never yields: the wake queues it
-  // there and kicks an idle hart, which steals it.
+  // there and kicks an idle hart, which steals it. (kco_wake_home: kco_wake
+  // from this hart, which has nothing else ready, would bring it here instead;
+  // smp_wake_affine tests that.)
   KREQUIRE(occupy(home));
   uint64_t before = steals();
   __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
-  kco_wake(m.cid);
+  kco_wake_home(m.cid);
   int ok = ktest_wait_count(&m.runs, 3, KTEST_PATIENCE_MS);
   release();
   KREQUIRE(ok);
@@ -118,6 +120,43 @@ static void migrate(int stackful) {
 
 KTEST(smp_migrate_stackful) { migrate(1); }
 KTEST(smp_migrate_stackless) { migrate(0); }
+
+// ---- wake-affine: a hart with nothing else ready takes what it wakes ----
+// A coroutine blocked at home on a hart a hog keeps busy, woken by kco_wake
+// from this coroutine's hart (whose lane is empty: this coroutine is running,
+// not queued): the wake moves it to this hart's lane (counted in wakes_here)
+// and it runs away from home. Without the rule it would wait at home for a
+// kicked hart to steal it (smp_migrate_* test that path, with kco_wake_home).
+static void wake_affine(int stackful) {
+  if (nharts_online < 2)
+    return;
+  static struct mover m;
+  m = (struct mover){0};
+  int64_t cid = stackful ? kco_spawn_stackful(stackful_mover, &m, 2, 0)
+                         : kco_spawn(stackless_mover, &m, 2);
+  KREQUIRE(cid > 0);
+  m.cid = (cid_t)cid;
+  KREQUIRE(ktest_wait_count(&m.runs, 1, KTEST_PATIENCE_MS));
+  kco_sleep_ms(2);
+  uint32_t home = m.hart[0];
+  KREQUIRE(occupy(home));
+  __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
+  intr_off();                      // (no interrupt on this hart wakes anything in between)
+  struct hart *h = this_hart();
+  uint64_t here0 = h->wakes_here;
+  kco_wake(m.cid);
+  uint64_t here = h->wakes_here - here0;
+  intr_on();
+  KCHECK_EQ(here, 1);
+  int ok = ktest_wait_count(&m.runs, 3, KTEST_PATIENCE_MS);
+  release();
+  KREQUIRE(ok);
+  KCHECK(m.hart[1] != home);
+  KCHECK_EQ(m.canary, 0xc0ffee);
+}
+
+KTEST(smp_wake_affine_stackful) { wake_affine(1); }
+KTEST(smp_wake_affine_stackless) { wake_affine(0); }
 
 // ---- the steal bound ----
 // Hart A runs a priority-6 coroutine that yields in a loop; a priority-1
