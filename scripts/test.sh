@@ -210,6 +210,10 @@ user_suite() {   # user_suite PREFIX
   # so that guest time is the same on every host: the test asks which process
   # finishes first, and that must not depend on host speed
   QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" priotest 1 priotest
+  # ulock's waiters give the hart back to the holder: how long the holder's
+  # 20 ms sleep took, timed in guest time (-icount, one hart), which a
+  # loaded host cannot stretch
+  QEMU_EXTRA="-icount shift=0,sleep=off" user_prog "$prefix" threadtest-ulock-icount 1 "threadtest,--ulock-timed"
   # 200 connections at once to matrixd over loopback (user/burst.c starts it
   # in the same boot): every one served, the answers checked, none hangs
   user_prog "$prefix" burst-200 2 "burst,-s,200,8080"
