@@ -192,9 +192,19 @@ int pipe_park_reader(struct file *f, struct pipe_reader *r) {
       pi->parked = r;
     pi->parked_tail = r;
     r->linked = 1;
+  } else {                       // bytes or the end of file came meanwhile: read now
+    r->result = pi->nwrite != pi->nread ? pipe_take(pi, r->pt, r->uva, r->n) : 0;
   }
   spin_unlock(&pi->lock);
+  if (!park && r->result > 0)
+    waitq_wake_all(&pi->can_write);
   return park;
+}
+
+int pipe_looks_empty(struct file *f) {
+  struct pipe *pi = f->pipe;
+  return __atomic_load_n(&pi->nwrite, __ATOMIC_RELAXED) == __atomic_load_n(&pi->nread, __ATOMIC_RELAXED) &&
+         __atomic_load_n(&pi->writers, __ATOMIC_RELAXED) > 0;
 }
 
 void pipe_unpark_reader(struct file *f, struct pipe_reader *r) {

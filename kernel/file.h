@@ -49,9 +49,13 @@ struct pipe_reader {
   int (*claim)(struct pipe_reader *r);
   void (*done)(struct pipe_reader *r);
 };
-// f is a pipe's read end that r read and found empty: park r unless bytes or
-// the end of file came meanwhile (1: parked; 0: not, try the read again).
+// f is a pipe's read end (that looked empty): park r, or, if bytes or the
+// end of file are there after all, read now into r's buffer (1: parked; 0:
+// not, r->result set as done() would find it). One lock hold either way.
 int pipe_park_reader(struct file *f, struct pipe_reader *r);
+// A glance without the lock: nothing buffered and a writer left (a read would
+// wait). Only a hint: pipe_park_reader decides under the lock.
+int pipe_looks_empty(struct file *f);
 // Take r off f's pipe if it is still parked (exit; r is the caller's by claim's rule).
 void pipe_unpark_reader(struct file *f, struct pipe_reader *r);
 // The queue a transfer that returned -EAGAIN waits on (its event: data or

@@ -41,6 +41,23 @@ static long sys_getpid(struct thread *t, struct sysargs *sa, int may_block) {
   return p->pid;
 }
 
+// A transfer's length and buffer: 1 if it may go ahead, else its result (0
+// for a length of 0, or an error). A bad buffer must fail the whole call,
+// never after part of it moved. A pipe transfer that fits one chunk
+// (FILE_CHUNK bytes) in one page is checked by its only copy, before anything
+// is committed; the rest are checked here.
+static inline long rw_args(struct proc *p, struct file *f, uint64_t uva, long n, int is_write) {
+  if (n < 0)
+    return -EINVAL;
+  if (n == 0)
+    return 0;
+  int one_copy = f->type != F_CONSOLE && (uint64_t)n <= FILE_CHUNK &&
+                 (uva & (PAGE_SIZE - 1)) + (uint64_t)n <= PAGE_SIZE;
+  if (!one_copy && !user_range_ok(p, uva, (uint64_t)n, is_write ? PTE_R : PTE_W))
+    return -EFAULT;
+  return 1;
+}
+
 static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_write) {
   struct proc *p = t->proc;
   // A transfer that waited holds its file (sa->file): the queue it waits on
@@ -62,17 +79,9 @@ static long sys_rw(struct thread *t, struct sysargs *sa, int may_block, int is_w
     return -EBADF;
   if (f->type == F_SOCKET)                   // read/write on a socket are recv/send
     return is_write ? sys_send(t, sa, may_block) : sys_recv(t, sa, may_block);
-  if (n < 0)
-    return -EINVAL;
-  if (n == 0)
-    return 0;
-  // A bad buffer must fail the whole call, never after part of it moved. A
-  // pipe transfer that fits one chunk (FILE_CHUNK bytes) in one page is
-  // checked by its only copy, before anything is committed; check the rest.
-  int one_copy = f->type != F_CONSOLE && (uint64_t)n <= FILE_CHUNK &&
-                 (sa->a[1] & (PAGE_SIZE - 1)) + (uint64_t)n <= PAGE_SIZE;
-  if (!one_copy && !user_range_ok(p, sa->a[1], (uint64_t)n, is_write ? PTE_R : PTE_W))
-    return -EFAULT;
+  long bad = rw_args(p, f, sa->a[1], n, is_write);
+  if (bad <= 0)
+    return bad;
   long r = is_write ? file_write(f, p->pagetable, sa->a[1], n, may_block, &p->killed)
                     : file_read(f, p->pagetable, sa->a[1], n, may_block, &p->killed);
   if (r != -EAGAIN || may_block)
@@ -587,7 +596,21 @@ int syscall_fast_async(struct thread *t) {
   sa.deadline = 0;
   sa.sock = 0;
   sa.file = 0;
-  long r = sa.call(t, &sa, 0);
+  long r;
+  if (sa.nr == SYS_read && f->type == F_PIPE_READ && pipe_looks_empty(f) &&
+      __atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE) {
+    // A read that would wait, and will park (kernel/syswork.c): straight to
+    // the park, which reads under the same lock hold if bytes came after all,
+    // instead of a read attempt that takes the pipe's lock only to find it
+    // empty.
+    if ((r = rw_args(p, f, x[REG_A0 + 1], (long)x[REG_A0 + 2], 0)) == 1) {
+      sa.wq = file_waitq(f, 0);
+      sa.file = file_dup(f);
+      r = WOULD_BLOCK;
+    }
+  } else {
+    r = sa.call(t, &sa, 0);
+  }
   if (r == WOULD_BLOCK && (r = syswork_start(t, &sa, x[REG_A0 + 5], prio)) == 0) {
     x[REG_A0] = (uint64_t)-EINPROGRESS;
     return 0;                      // (syswork_start took what sa held)

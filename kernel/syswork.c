@@ -326,10 +326,11 @@ static void apark_done(struct pipe_reader *r) {
   finish(w, result);
 }
 
-// Park w, an async read of the pipe f that found it empty (only the union's
-// park side is set here). 1: parked, a writer completes it (and may have
-// already: w is not ours any more); 0: not (no free slot, or bytes came
-// meanwhile), w the caller's again.
+// Park w, an async read of the pipe f that looked empty (only the union's
+// park side is set here). 1: the call is under way -- parked, and a writer
+// completes it, or read at once because bytes or the end of file came
+// meanwhile, and completed through the ring (either way w is not ours any
+// more); 0: no free slot, w the caller's again.
 static int apark(struct worker *w, struct file *f) {
   struct proc *p = w->p;
   uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
@@ -351,9 +352,11 @@ static int apark(struct worker *w, struct file *f) {
     __atomic_fetch_add(&p->apark_total, 1, __ATOMIC_RELAXED);
     return 1;
   }
+  // Bytes or the end of file came after the caller looked: the read is done
+  // (w->pr.result), and the call completes through the ring at once.
   p->apark[slot] = 0;            // (never parked: nobody else saw it)
-  apark_free_slot(w);
-  return 0;
+  apark_done(&w->pr);
+  return 1;
 }
 
 // Exit: end every parked read of p (no thread of p runs any more).
