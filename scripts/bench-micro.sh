@@ -309,8 +309,9 @@ full=$(value yield_resume_fullsave)
   page takes a short path: one translation, no page loop).
 - The async round trip's submit takes the trap's short path
   (syscall_fast_async: an async pipe read or write in a one-thread process,
-  about 100 instructions fewer than the full path). The read finds the pipe
-  empty and parks on it, with no kernel coroutine (docs/ARCHITECTURE.md,
+  about 100 instructions fewer than the full path). The pipe looks empty, so
+  the read goes straight to the park, with no read attempt first (about 150
+  fewer), and parks with no kernel coroutine (docs/ARCHITECTURE.md,
   "Parked async pipe reads"): the triggering write copies the byte into the
   reader's buffer under the pipe lock it holds for its own copy, and posts
   the completion and the user interrupt once it lets the lock go. This
