@@ -60,6 +60,8 @@ struct mover {
   volatile uint32_t runs;
   volatile uint32_t hart[2];       // where it ran before and after the block
   volatile uint32_t canary;        // a stack value that must survive the move
+  uint32_t home;                   // the hart it blocked on, kept busy by the hog
+  int ready;                       // blocked, and home occupied
 };
 
 static void stackful_mover(void *arg) {
@@ -90,31 +92,45 @@ static int stackless_mover(void *arg) {
   return CO_DONE;
 }
 
+// Spawn a mover, let it block at home, and occupy home with the hog: on
+// success m->home is set and m->ready is 1 (the caller sets runs to 2, wakes
+// it, then calls mover_done).
+static void mover_blocked_at_busy_home(struct mover *m, int stackful) {
+  *m = (struct mover){0};
+  int64_t cid = stackful ? kco_spawn_stackful(stackful_mover, m, 2, 0)
+                         : kco_spawn(stackless_mover, m, 2);
+  KREQUIRE(cid > 0);
+  m->cid = (cid_t)cid;
+  KREQUIRE(ktest_wait_count(&m->runs, 1, KTEST_PATIENCE_MS));
+  kco_sleep_ms(2);                 // it has blocked (a stackful one right after runs = 1)
+  m->home = m->hart[0];
+  KREQUIRE(occupy(m->home));
+  m->ready = 1;
+}
+
+// The woken mover ran, away from its busy home, with its stack intact.
+static void mover_done(struct mover *m) {
+  int ok = ktest_wait_count(&m->runs, 3, KTEST_PATIENCE_MS);
+  release();
+  KREQUIRE(ok);
+  KCHECK(m->hart[1] != m->home);
+  KCHECK_EQ(m->canary, 0xc0ffee);
+}
+
 static void migrate(int stackful) {
   if (nharts_online < 2)
     return;
   static struct mover m;
-  m = (struct mover){0};
-  int64_t cid = stackful ? kco_spawn_stackful(stackful_mover, &m, 2, 0)
-                         : kco_spawn(stackless_mover, &m, 2);
-  KREQUIRE(cid > 0);
-  m.cid = (cid_t)cid;
-  KREQUIRE(ktest_wait_count(&m.runs, 1, KTEST_PATIENCE_MS));
-  kco_sleep_ms(2);                 // it has blocked (a stackful one right after runs = 1)
-  uint32_t home = m.hart[0];
+  mover_blocked_at_busy_home(&m, stackful);
+  KREQUIRE(m.ready);
   // Its home hart is busy with a hog that never yields: the wake queues it
   // there and kicks an idle hart, which steals it. (kco_wake_home: kco_wake
   // from this hart, which has nothing else ready, would bring it here instead;
   // smp_wake_affine tests that.)
-  KREQUIRE(occupy(home));
   uint64_t before = steals();
   __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
   kco_wake_home(m.cid);
-  int ok = ktest_wait_count(&m.runs, 3, KTEST_PATIENCE_MS);
-  release();
-  KREQUIRE(ok);
-  KCHECK(m.hart[1] != home);
-  KCHECK_EQ(m.canary, 0xc0ffee);
+  mover_done(&m);
   KCHECK(steals() > before);
 }
 
@@ -131,15 +147,8 @@ static void wake_affine(int stackful) {
   if (nharts_online < 2)
     return;
   static struct mover m;
-  m = (struct mover){0};
-  int64_t cid = stackful ? kco_spawn_stackful(stackful_mover, &m, 2, 0)
-                         : kco_spawn(stackless_mover, &m, 2);
-  KREQUIRE(cid > 0);
-  m.cid = (cid_t)cid;
-  KREQUIRE(ktest_wait_count(&m.runs, 1, KTEST_PATIENCE_MS));
-  kco_sleep_ms(2);
-  uint32_t home = m.hart[0];
-  KREQUIRE(occupy(home));
+  mover_blocked_at_busy_home(&m, stackful);
+  KREQUIRE(m.ready);
   __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
   intr_off();                      // (no interrupt on this hart wakes anything in between)
   struct hart *h = this_hart();
@@ -148,11 +157,7 @@ static void wake_affine(int stackful) {
   uint64_t here = h->wakes_here - here0;
   intr_on();
   KCHECK_EQ(here, 1);
-  int ok = ktest_wait_count(&m.runs, 3, KTEST_PATIENCE_MS);
-  release();
-  KREQUIRE(ok);
-  KCHECK(m.hart[1] != home);
-  KCHECK_EQ(m.canary, 0xc0ffee);
+  mover_done(&m);
 }
 
 KTEST(smp_wake_affine_stackful) { wake_affine(1); }
