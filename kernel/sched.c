@@ -85,12 +85,10 @@ static void idle_wait(struct hart *h) {
   if (idle_poll_ticks) {
     uint64_t until = rdtime() + idle_poll_ticks;
     while (rdtime() < until)
-      if (exec_ready_anywhere(&kexec))
-        break;
-  }
-  if (exec_ready_anywhere(&kexec)) {
-    h->idling = 0;
-    return;
+      if (exec_ready_anywhere(&kexec)) {
+        h->idling = 0;
+        return;
+      }
   }
   intr_off();
   __atomic_fetch_or(&idle_harts, bit, __ATOMIC_SEQ_CST);
