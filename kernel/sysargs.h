@@ -82,6 +82,13 @@ long sys_connect(struct thread *t, struct sysargs *sa, int may_block);
 // call of thread t, which the caller has already marked T_BLOCKED. Takes over
 // what sa holds. 0, or -ENOMEM / -EINTR (then sa is still the caller's).
 int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio);
+// KMODE_COROUTINE's way for an async read of a pipe's read end f that looked
+// empty, n bytes at uva (checked as a read's): no kernel coroutine, the call
+// parks on the pipe and the writer completes it (kernel/syswork.c). Takes
+// over the caller's reference to f unless it answers 1. 0: under way (or
+// already completed through the ring); 1: all of the process's park slots are
+// taken (nothing done: give it a coroutine); -ENOMEM.
+int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, cid_t cid);
 // KMODE_COROUTINE's way for a synchronous call that names its wait queue
 // (sa->wq) and no deadline: no kernel coroutine. syswork_park registers t's
 // own waiter (t->park) on sa->wq and tries the call again: 0 with *result if

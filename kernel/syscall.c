@@ -588,29 +588,37 @@ int syscall_fast_async(struct thread *t) {
   if (rank == PRIO_KERNEL_FIRST || prio < rank)
     return 1;
   short_path_taken(p, rank);
+  uint64_t nr = x[REG_A7] & ~(uint64_t)SYS_ASYNC;
+  long r;
+  if (nr == SYS_read && f->type == F_PIPE_READ && pipe_looks_empty(f) &&
+      __atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE) {
+    // A read that would wait: straight to the park (kernel/syswork.c),
+    // which reads under the same lock hold if bytes came after all, instead
+    // of a read attempt that takes the pipe's lock only to find it empty.
+    if ((r = rw_args(p, f, x[REG_A0 + 1], (long)x[REG_A0 + 2], 0)) == 1) {
+      struct file *held = file_dup(f);
+      r = syswork_park_read(t, held, x[REG_A0 + 1], (long)x[REG_A0 + 2], x[REG_A0 + 5]);
+      if (r == 0) {
+        x[REG_A0] = (uint64_t)-EINPROGRESS;
+        return 0;
+      }
+      file_close(held);
+    }
+    if (r != 1) {                  // refused, or -ENOMEM
+      x[REG_A0] = (uint64_t)r;
+      return 0;
+    }
+    // (every park slot taken: as any call, below, which makes it a coroutine)
+  }
   struct sysargs sa;
-  sa.nr = x[REG_A7] & ~(uint64_t)SYS_ASYNC;
+  sa.nr = nr;
   sa.a = &x[REG_A0];
-  sa.call = calls[sa.nr];
+  sa.call = calls[nr];
   sa.wq = 0;
   sa.deadline = 0;
   sa.sock = 0;
   sa.file = 0;
-  long r;
-  if (sa.nr == SYS_read && f->type == F_PIPE_READ && pipe_looks_empty(f) &&
-      __atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE) {
-    // A read that would wait, and will park (kernel/syswork.c): straight to
-    // the park, which reads under the same lock hold if bytes came after all,
-    // instead of a read attempt that takes the pipe's lock only to find it
-    // empty.
-    if ((r = rw_args(p, f, x[REG_A0 + 1], (long)x[REG_A0 + 2], 0)) == 1) {
-      sa.wq = file_waitq(f, 0);
-      sa.file = file_dup(f);
-      r = WOULD_BLOCK;
-    }
-  } else {
-    r = sa.call(t, &sa, 0);
-  }
+  r = sa.call(t, &sa, 0);
   if (r == WOULD_BLOCK && (r = syswork_start(t, &sa, x[REG_A0 + 5], prio)) == 0) {
     x[REG_A0] = (uint64_t)-EINPROGRESS;
     return 0;                      // (syswork_start took what sa held)

@@ -57,8 +57,9 @@ struct worker {                // (syswork_start sets every field: keep it in st
                                  // (lock-free: a wake may come from an interrupt)
       long result;               // when over: finished while on the woken stack
     };
-    struct {                     // KMODE_COROUTINE: an async pipe read, parked (below)
-      struct pipe_reader pr;
+    struct {                     // KMODE_COROUTINE: an async pipe read, parked (below);
+      struct pipe_reader pr;     // of the rest, only t, p and cid are set
+      struct file *park_file;    // the read end it waits on (a reference)
       uint32_t park_slot;        // its slot in p->apark
     };
   };
@@ -137,21 +138,25 @@ static void unregister(struct worker *w) {
   w->registered = 0;
 }
 
+// An async call is over (its references released): the process has been
+// running all along, so post {cid, result} to its completion ring and raise
+// a user interrupt in the calling thread. If the ring is full, the completion
+// waits in w's own memory (w is done with it: the ring kfrees it later).
+static void complete_async(struct worker *w, long r) {
+  struct proc *p = w->p;
+  if (!ring_complete(w->t, w->cid, r, w))
+    worker_free(w);
+  proc_async_done(p);          // last: exit may free the process after this
+}
+
 // Deliver the result and free the worker.
 static void finish(struct worker *w, long r) {
-  struct proc *p = w->p;
   struct thread *t = w->t;
   TRACE_THREAD(TR_COMPLETE, t, w->cid, r);
   unregister(w);
   sysargs_release(&w->sa);
   if (w->cid) {
-    // The process has been running all along: post {cid, result} to its
-    // completion ring and raise a user interrupt in the calling thread. If
-    // the ring is full, the completion waits in w's own memory (w is done
-    // with it: the ring kfrees it later).
-    if (!ring_complete(t, w->cid, r, w))
-      worker_free(w);
-    proc_async_done(p);        // last: exit may free the process after this
+    complete_async(w, r);
   } else {
     worker_free(w);
     t->uc.x[REG_A0] = (uint64_t)r;
@@ -317,46 +322,57 @@ static void apark_free_slot(struct worker *w) {
   __atomic_fetch_and(&w->p->apark_used, ~(1ULL << w->park_slot), __ATOMIC_RELEASE);
 }
 
-// A writer (or the last close) completed the read: deliver it.
+// A writer (or the last close, or exit) completed the read: deliver it.
 static void apark_done(struct pipe_reader *r) {
   struct worker *w = (struct worker *)(void *)((char *)r - offsetof(struct worker, pr));
   long result = r->result;
   apark_free_slot(w);
-  w->registered = 0;             // (the union's other side, for finish)
-  finish(w, result);
+  TRACE_THREAD(TR_COMPLETE, w->t, w->cid, result);
+  file_close(w->park_file);
+  complete_async(w, result);
 }
 
-// Park w, an async read of the pipe f that looked empty (only the union's
-// park side is set here). 1: the call is under way -- parked, and a writer
-// completes it, or read at once because bytes or the end of file came
-// meanwhile, and completed through the ring (either way w is not ours any
-// more); 0: no free slot, w the caller's again.
-static int apark(struct worker *w, struct file *f) {
-  struct proc *p = w->p;
+int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, cid_t cid) {
+  struct proc *p = t->proc;
   uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
   uint32_t slot;
   do {
     if (~used == 0)
-      return 0;
+      return 1;
     slot = exec_ctz64(~used);
   } while (!__atomic_compare_exchange_n(&p->apark_used, &used, used | 1ULL << slot, 1,
                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+  struct worker *w = worker_new();
+  if (!w) {
+    __atomic_fetch_and(&p->apark_used, ~(1ULL << slot), __ATOMIC_RELEASE);
+    return -ENOMEM;
+  }
+  // Only what the park side uses (the record never becomes a coroutine):
+  // syswork_start's full set of fields cost about 90 instructions more.
+  w->t = t;
+  w->p = p;
+  w->cid = cid;
+  w->park_file = f;
   w->park_slot = slot;
   w->pr.pt = p->pagetable;
-  w->pr.uva = w->sa.args[1];
-  w->pr.n = (long)w->sa.args[2];
+  w->pr.uva = uva;
+  w->pr.n = n;
   w->pr.claim = apark_claim;
   w->pr.done = apark_done;
+  proc_async_start(p);
+  // (before the park: from then on the call may complete, and t even exit,
+  // on another hart)
+  TRACE_THREAD(TR_SUBMIT, t, cid, (long)SYS_read);
   __atomic_store_n(&p->apark[slot], w, __ATOMIC_RELEASE);
   if (pipe_park_reader(f, &w->pr)) {
     __atomic_fetch_add(&p->apark_total, 1, __ATOMIC_RELAXED);
-    return 1;
+    return 0;
   }
   // Bytes or the end of file came after the caller looked: the read is done
   // (w->pr.result), and the call completes through the ring at once.
   p->apark[slot] = 0;            // (never parked: nobody else saw it)
   apark_done(&w->pr);
-  return 1;
+  return 0;
 }
 
 // Exit: end every parked read of p (no thread of p runs any more).
@@ -366,7 +382,7 @@ void syswork_cancel_parked(struct proc *p) {
     struct worker *w = __atomic_exchange_n(&p->apark[exec_ctz64(used)], 0, __ATOMIC_ACQ_REL);
     if (!w)
       continue;                  // a writer has it
-    pipe_unpark_reader(w->sa.file, &w->pr);
+    pipe_unpark_reader(w->park_file, &w->pr);
     w->pr.result = -EINTR;
     apark_done(&w->pr);
   }
@@ -566,6 +582,15 @@ static int poller_submit(struct worker *w) {
 
 int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio) {
   struct proc *p = t->proc;
+  if (cid && sa->file && sa->file->type == F_PIPE_READ && sa->nr == SYS_read &&
+      __atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE) {
+    int r = syswork_park_read(t, sa->file, sa->a[1], (long)sa->a[2], cid);
+    if (r <= 0) {
+      if (r == 0)
+        sa->file = 0;            // the park holds it now, and may be over already
+      return r;
+    }
+  }                              // (no free slot: a coroutine, as below)
   struct worker *w = worker_new();
   if (!w)
     return -ENOMEM;
@@ -597,12 +622,7 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   // (before the spawn or the park: from then on t may finish its call, and
   // even exit, on another hart)
   TRACE_THREAD(TR_SUBMIT, t, cid, (long)sa->nr);
-  if (cid && mode == KMODE_COROUTINE && sa->file && sa->file->type == F_PIPE_READ &&
-      sa->nr == SYS_read && apark(w, sa->file)) {
-    sa->file = 0;                // w holds it now, and may be over already
-    return 0;
-  }
-  // The union's other side (apark sets its own when it parks).
+  // The union's other side (syswork_park_read sets its own).
   w->waiter.next = w->waiter.prev = 0;
   w->waiter.cid = 0;
   w->waiter.linked = 0;
