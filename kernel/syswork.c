@@ -333,44 +333,46 @@ static void apark_done(struct pipe_reader *r) {
 }
 
 int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, cid_t cid) {
-  struct proc *p = t->proc;
-  uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
-  uint32_t slot;
-  do {
-    if (~used == 0)
-      return 1;
-    slot = exec_ctz64(~used);
-  } while (!__atomic_compare_exchange_n(&p->apark_used, &used, used | 1ULL << slot, 1,
-                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
   struct worker *w = worker_new();
-  if (!w) {
-    __atomic_fetch_and(&p->apark_used, ~(1ULL << slot), __ATOMIC_RELEASE);
+  if (!w)
     return -ENOMEM;
-  }
   // Only what the park side uses (the record never becomes a coroutine):
   // syswork_start's full set of fields cost about 90 instructions more.
+  // (Stored first, and read back from w below, so that few values have to
+  // live across the calls.)
+  struct proc *p = t->proc;
   w->t = t;
   w->p = p;
   w->cid = cid;
   w->park_file = f;
-  w->park_slot = slot;
   w->pr.pt = p->pagetable;
   w->pr.uva = uva;
   w->pr.n = n;
   w->pr.claim = apark_claim;
   w->pr.done = apark_done;
+  uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
+  uint32_t slot;
+  do {
+    if (~used == 0) {
+      worker_free(w);
+      return 1;
+    }
+    slot = exec_ctz64(~used);
+  } while (!__atomic_compare_exchange_n(&p->apark_used, &used, used | 1ULL << slot, 1,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+  w->park_slot = slot;
   proc_async_start(p);
   // (before the park: from then on the call may complete, and t even exit,
   // on another hart)
   TRACE_THREAD(TR_SUBMIT, t, cid, (long)SYS_read);
   __atomic_store_n(&p->apark[slot], w, __ATOMIC_RELEASE);
-  if (pipe_park_reader(f, &w->pr)) {
+  if (pipe_park_reader(w->park_file, &w->pr)) {
     __atomic_fetch_add(&p->apark_total, 1, __ATOMIC_RELAXED);
     return 0;
   }
   // Bytes or the end of file came after the caller looked: the read is done
   // (w->pr.result), and the call completes through the ring at once.
-  p->apark[slot] = 0;            // (never parked: nobody else saw it)
+  p->apark[w->park_slot] = 0;    // (never parked: nobody else saw it)
   apark_done(&w->pr);
   return 0;
 }
