@@ -9,6 +9,7 @@
 #include "fd.h"
 #include "net.h"
 #include "board.h"
+#include "timer.h"
 #include "trace.h"
 
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
@@ -88,6 +89,10 @@ void start_main_job(const char *args) {
       us = us * 10 + (uint32_t)(*p - '0');
     sched_set_idle_poll(us);
     kprintf("sched: idle harts poll %u us before they halt\n", us);
+  }
+  if (bootarg(args, "idle_tick", val, sizeof val) && strcmp(val, "1") == 0) {
+    timer_set_idle_tick(1);
+    kprintf("timer: idle harts keep their tick (idle_tick=1)\n");
   }
   if (bootarg(args, "netlock", val, sizeof val) && strcmp(val, "spin") == 0) {
     net_lock_use_spinlock(1);

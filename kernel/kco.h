@@ -69,8 +69,11 @@ int kco_run_stackless(uint32_t max_prio);
 
 // Kick an idle hart so it looks at the ready queues again.
 void sched_kick(void);
+// A busy hart's periodic tick (the timer interrupt): if work waits in its
+// lane behind what it runs and a hart sleeps, wake one to steal it.
+void sched_tick(void);
 // How long an idle hart polls for work before it halts in wfi (microseconds;
-// 0: at once). Bootargs idle_poll_us=N; 200 by default on several harts.
+// 0, the default: at once). Bootargs idle_poll_us=N.
 void sched_set_idle_poll(uint32_t us);
 
 // kmalloc bytes and objects held by structures that grow once and stay (the

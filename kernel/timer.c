@@ -38,6 +38,40 @@ static void reprogram(struct hart *h) {
   program(next);
 }
 
+// ---- tickless idle ----
+// A sleeping hart has nothing for a tick to do: nothing runs there to
+// preempt, and work that comes for it brings its own wakeup (the waker's IPI,
+// kernel/sched.c; a device's interrupt; a deadline in its heap). On QEMU each
+// tick of a halted vCPU also wakes its host thread, which then takes QEMU's
+// big lock and competes with the busy hart's device accesses: at light load
+// on two harts (docs/results/smp-matrixd.md) the sleeping hart's 100 ticks a
+// second were most of the tail that one hart does not have.
+static int idle_tick;
+
+void timer_set_idle_tick(int on) { idle_tick = on; }
+
+void timer_idle_enter(void) {
+  if (idle_tick)
+    return;
+  struct hart *h = this_hart();
+  spin_lock(&h->timer_lock);
+  program(h->ntimers ? h->timers[0].when : ~0ULL);
+  spin_unlock(&h->timer_lock);
+}
+
+void timer_idle_exit(void) {
+  if (idle_tick)
+    return;
+  struct hart *h = this_hart();
+  spin_lock(&h->timer_lock);
+  // The ticks it slept through are not owed: the next one a period from now.
+  uint64_t now = rdtime();
+  if (h->next_tick <= now)
+    h->next_tick = now + tick_interval();
+  reprogram(h);
+  spin_unlock(&h->timer_lock);
+}
+
 #define TIMER_HEAP_INITIAL 16
 
 void timer_init_hart(void) {

@@ -15,6 +15,14 @@ struct timer_entry { uint64_t when; cid_t cid; };
 
 void timer_init_hart(void);          // program the first event on this hart
 int timer_interrupt(void);           // from the trap handler: 1 if a tick passed
+// An idle hart stops its periodic tick while it sleeps (interrupts masked,
+// just before wfi): it wakes for its own timers' deadlines, an IPI or a
+// device, and timer_idle_exit starts the tick again a full period later.
+// timer_set_idle_tick(1) keeps the tick running while idle (bootargs
+// idle_tick=1), for comparisons.
+void timer_idle_enter(void);
+void timer_idle_exit(void);
+void timer_set_idle_tick(int on);
 // Wake cid at or after `when`. The entry lives on the calling hart's heap and
 // cannot be cancelled: a wake of an exited coroutine is rejected by its stale cid,
 // and a live coroutine must tolerate a spurious wake. Returns 0, or -1 if no memory.

@@ -2,6 +2,7 @@
 #include "trap.h"
 #include "poweroff.h"
 #include "hart.h"
+#include "kco.h"
 #include "plic.h"
 #include "prio.h"
 #include "printf.h"
@@ -92,8 +93,10 @@ int trap_interrupt(uint64_t cause) {
   switch (cause & ~SCAUSE_INTERRUPT) {
   case IRQ_S_TIMER:
     TRACE_IRQ(TR_IRQ_TIMER, 0);
-    if (timer_interrupt())
+    if (timer_interrupt()) {
       prio_publish_kernel();    // (processes are ranked at their own kernel entries)
+      sched_tick();
+    }
     return 1;
   case IRQ_S_SOFT:               // an IPI from sched_kick: the loop will rescan
     TRACE_IRQ(TR_IRQ_SOFT, 0);

@@ -1,5 +1,6 @@
 // Timers: sleeps end in deadline order and never early, a stackless coroutine
-// can wait on a timer, and the periodic tick runs on every hart.
+// can wait on a timer, and the periodic tick runs on every busy hart and
+// stops on a sleeping one.
 #include "ktest.h"
 #include "hart.h"
 #include "kco.h"
@@ -58,13 +59,43 @@ KTEST(timer_wakes_blocked_stackless_coroutine) {
   KCHECK(s.polls < 100);      // and was not busy-polled
 }
 
-KTEST(ticks_advance_on_every_hart) {
+// A coroutine that keeps one hart busy for 30 ms without yielding (so it
+// cannot move) and records whether that hart ticked meanwhile.
+static volatile uint32_t busy_done, busy_ticked;
+
+static void busy_30ms(void *arg) {
+  (void)arg;
+  struct hart *h = this_hart();  // (it never blocks: this hart throughout)
+  uint64_t before = __atomic_load_n(&h->ticks, __ATOMIC_RELAXED);
+  uint64_t until = rdtime() + 30 * board.timebase_hz / 1000;
+  while (rdtime() < until)
+    ;
+  // (loaded again, atomically: a plain read could be kept from before the spin)
+  if (__atomic_load_n(&h->ticks, __ATOMIC_RELAXED) > before)
+    __atomic_fetch_add(&busy_ticked, 1, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&busy_done, 1, __ATOMIC_SEQ_CST);
+}
+
+KTEST(ticks_advance_on_every_busy_hart) {
+  busy_done = busy_ticked = 0;
+  for (uint32_t i = 0; i < nharts_online; i++)
+    KREQUIRE(kco_spawn_stackful_on(i, busy_30ms, 0, 3, 0) > 0);
+  KREQUIRE(ktest_wait_count(&busy_done, nharts_online, KTEST_PATIENCE_MS));
+  KCHECK(busy_ticked == nharts_online);   // 30 ms is three periods
+}
+
+// While every hart sleeps (this coroutine too, for 50 ms: five periods),
+// none takes its periodic tick; the sleep's own deadline wakes its hart.
+// (A hart may be in the middle of a period when it goes idle: at most one
+// tick each is allowed.)
+KTEST(idle_harts_take_no_ticks) {
   uint64_t before[BOARD_MAX_HARTS];
+  kco_sleep_ms(5);               // (whatever ran before settles)
   for (uint32_t i = 0; i < nharts_online; i++)
     before[i] = harts[i].ticks;
   kco_sleep_ms(50);
   for (uint32_t i = 0; i < nharts_online; i++)
-    KCHECK(harts[i].ticks > before[i]);
+    KCHECK(harts[i].ticks - before[i] <= 1);
 }
 
 // Timer entries are never cancelled; those of coroutines that have ended are
