@@ -412,12 +412,15 @@ int cops_wake(cid_t cid) {
 int cops_reprio(cid_t cid, uint32_t prio) {
   crit_enter();
   int r = V->exec_reprio(EX, cid, prio);
+  // Any change stops run_loop's rotation: of the running coroutine, whose
+  // queue it was (and which leaves its ring), or of the last other ready
+  // coroutine there, which takes the running one out of the ring with it
+  // (executor.h, struct co_queue).
+  me()->rot_q = &no_rotation;
   // The running coroutine's priority is what the kernel ranks this process by:
   // publish a change to it at once, not at the next dispatch.
-  if (r == 0 && current && cid == co_cid_inline(current)) {
+  if (r == 0 && current && cid == co_cid_inline(current))
     *RUNNING_PRIO = prio;
-    me()->rot_q = &no_rotation;    // (run_loop's rotation is for the queue it had)
-  }
   crit_exit();
   return r;
 }
@@ -471,15 +474,15 @@ static inline __attribute__((always_inline)) int others_better(const struct vvar
 }
 
 // The values run_loop's inner loop keeps in registers (see there).
-static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *one, uint64_t *running,
+static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *one, uint64_t *resident,
                                                                     const struct vvar **vv,
                                                                     co_poll_fn *sfpoll) {
-  uint64_t o = CO_YIELD, r = CO_RUNNING;
+  uint64_t o = CO_YIELD, r = EXEC_RESIDENT_WORD;
   const struct vvar *v = VVAR;
   co_poll_fn f = stackful_poll;
   __asm__("" : "+r"(o), "+r"(r), "+r"(v), "+r"(f));
   *one = o;
-  *running = r;
+  *resident = r;
   *vv = v;
   *sfpoll = f;
 }
@@ -625,15 +628,16 @@ static int run_loop(void) {
       continue;
     struct cops_thread *t = me();
     struct exec_lane *l = t->one_lane;
-    if (!l)
-      continue;                      // (several lanes: the general step)
-    // prev yielded: while each yields to an equal, rotate inline (below).
-    // The queue to rotate is prev's, in the one lane (its priority may have
-    // changed while it ran: cops_reprio published that). rot_q names it for
-    // as long as that holds (cops_alloc_cpu and cops_reprio of the running
-    // coroutine replace it by &no_rotation, which no lane's best ever
-    // equals), so that one load and one compare with the lane's best
-    // decide. The thread keeps l and
+    if (!l || !(prev->flags & CO_RESIDENT))
+      continue;                      // (several lanes, or prev was popped: the general step)
+    // prev yielded, and it is the lane's resident (executor.h, struct
+    // co_queue: the general step's rotation took it, and left it linked):
+    // while each yields to an equal, rotate inline (below), each rotation
+    // taking the next resident. The queue to rotate is prev's, in the one
+    // lane. rot_q names it for as long as that holds and prev stays the
+    // resident (cops_alloc_cpu and cops_reprio replace it by &no_rotation,
+    // which no lane's best ever equals), so that one load and one compare
+    // with the lane's best decide. The thread keeps l and
     // the COPS check's mask too: a stackful coroutine's switch takes every register, so the
     // loop loads them again after it, and a stackless one's poll keeps them
     // where they are (were they live across the switch, the compiler would
@@ -649,17 +653,17 @@ static int run_loop(void) {
     // address and stackful_poll's (the kind test: below), in registers too,
     // by the same rule: hidden from the compiler (an empty asm), which would
     // otherwise form them again on every turn.
-    uint64_t one, running;
+    uint64_t one, resident;
     const struct vvar *vv;
     co_poll_fn sfpoll;
-    keep_in_registers(&one, &running, &vv, &sfpoll);
+    keep_in_registers(&one, &resident, &vv, &sfpoll);
     for (;;) {
       step_begin();
       // prev's queue is the lane's best: it goes to its tail, the head runs.
       struct co_queue *q = me()->rot_q;
       if (l->best != q)
         break;                       // (the general step above sets cur again)
-      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: mask holds)
+      c = exec_rotate_k(q, prev, one, resident);   // (c has prev's priority: mask holds)
       step_end(c);
       if (others_better_mask(vv, mask, c->prio))
         yield();
@@ -688,7 +692,7 @@ static int run_loop(void) {
         prev = me()->cur;
         l = me()->rot_lane;
         mask = me()->rot_mask;
-        keep_in_registers(&one, &running, &vv, &sfpoll);
+        keep_in_registers(&one, &resident, &vv, &sfpoll);
       }
     }
   }
