@@ -145,12 +145,6 @@ static inline void crit_exit(void) {
     drain();
 }
 
-// The handler's path (take_one, drain, cops_uintr_handler) is built without
-// frame pointers, as the executor is (Makefile): a prologue costs 5
-// instructions, and these run on every user interrupt. They never change s0,
-// so a backtrace still passes through them to the code they interrupted.
-#define NO_FRAME __attribute__((optimize("omit-frame-pointer")))
-
 #define RING_EMPTY 2               // take_one found nothing (exec_wake answers 1, 0 or < 0)
 
 // Take the completion at the ring's head, if there is one, and complete it:
@@ -163,7 +157,7 @@ static inline void crit_exit(void) {
 // A leaf but for the wake, its tail call, so that it needs no frame; returns
 // what the wake answered, 0 when nothing was woken, RING_EMPTY when there was
 // nothing to take. (crit is held.)
-static __attribute__((noinline)) NO_FRAME int take_one(void) {
+static __attribute__((noinline)) int take_one(void) {
   unsigned int h = RING->head;
   if (h == __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE))
     return RING_EMPTY;
@@ -185,7 +179,7 @@ static __attribute__((noinline)) NO_FRAME int take_one(void) {
 // handler, crit_exit or the loop), and holds it at 1 itself: the wakes change
 // the executor, and a handler that strikes meanwhile only marks a drain due,
 // which the loop below then does.
-static NO_FRAME void drain(void) {
+static void drain(void) {
   me()->crit = 1;
   do {
     me()->drain_due = 0;
@@ -211,7 +205,7 @@ static volatile uint64_t uintr_entry_instret;
 // handler's exit, the SYS_uintr_ret ecall, clears it with the same effect --
 // it stays set if a post came after this entry -- where a csrc here would
 // cost a trap through M-mode.
-NO_FRAME void cops_uintr_handler(void) {
+void cops_uintr_handler(void) {
   __asm__ volatile("rdinstret %0" : "=r"(uintr_entry_instret));
   struct cops_thread *t = me();
   t->uintr_entries++;
