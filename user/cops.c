@@ -19,11 +19,12 @@ _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch
 // Per-thread runtime state, found through tp (each thread of the process runs
 // the executor loop; alloc_cpu adds threads).
 struct cops_thread {
-  struct co *cur;                  // the coroutine this thread runs; NULL during the loop's
+  struct co *cur;                  // the coroutine this thread runs (not RUNNING any more
+                                   // during the loop's rotation), NULL during its general
                                    // step, &loop_idle while it has nothing to run
                                    // (run_loop). First: cops.h reads it
   volatile long crit;              // critical-section depth (see below)
-  volatile int drain_due;          // the handler found crit > 0 or cur NULL
+  volatile int drain_due;          // the handler found crit > 0, or the loop in its step
   int pending_ops;                 // async calls submitted on this thread and not returned
                                    // yet (atomic: see cops_async)
   int uintr_on;                    // this thread's user interrupts are enabled
@@ -64,8 +65,9 @@ static inline void set_me(struct cops_thread *t) { tp_thread = t; }
 // executor with one lane, which has no lock word at all (user/exec_arch.h),
 // corrupt a queue). Every runtime call into the executor runs inside
 // crit_enter/crit_exit, or in run_loop's step, during which the thread's
-// `cur` is NULL; a handler that finds crit > 0 or cur NULL only notes that a
-// drain is due, and crit_exit or the loop does it. No lock, no masking. The
+// `cur` is NULL or a coroutine that is not RUNNING; a handler that finds
+// crit > 0 or such a cur only notes that a drain is due, and crit_exit or the
+// loop does it. No lock, no masking. The
 // operation table and the ring need neither: both are lock-free (below), so
 // an async call's submit runs outside any critical section.
 
@@ -211,10 +213,10 @@ void cops_uintr_handler(void) {
   t->uintr_entries++;
   if (t->uintc_claim)
     (void)*t->uintc_claim;        // take the controller's bits: its USIP line drops
-  // In a critical section, or in the loop's step (cur NULL: see run_loop),
-  // the interrupted code may be in the middle of changing the executor:
-  // leave the drain to it.
-  if (t->crit || !t->cur)
+  // In a critical section, or in the loop's step (cur NULL or not RUNNING:
+  // see run_loop), the interrupted code may be in the middle of changing the
+  // executor: leave the drain to it.
+  if (t->crit || !t->cur || t->cur->state != CO_RUNNING)
     t->drain_due = 1;
   else
     drain();
@@ -524,7 +526,13 @@ static __attribute__((noinline)) void drain_deferred(void) {
 // handler that finds cur NULL leaves the executor alone and only marks a
 // drain due, which the loop does right after the step (cur is set again
 // first, so a handler from then on drains by itself). One store each way,
-// instead of a counter to read, raise, restore and test.
+// instead of a counter to read, raise, restore and test. The inline rotation
+// (below) saves the first: it begins by storing the yielding coroutine's
+// state (READY), before it reads or changes the ring (exec_resident_ready),
+// and the handler also stays out while cur is not RUNNING. Until that store
+// the handler may drain, which only queues coroutines: the rotation, whose
+// test came before, is still right (a coroutine queued just then is as one
+// that came just after).
 //
 // A yield to an equal on one lane (the common switch) is the executor's own
 // rotation, inline from executor.h, with no call into the vDSO: prev goes to
@@ -539,8 +547,9 @@ static __attribute__((noinline)) void drain_deferred(void) {
 // one call site, and spills only what it has live. The coroutine that ran is
 // found through tp afterwards rather than kept in a register across the
 // switch, which would be spilled and reloaded.
-// What cur points at while the loop has nothing to run (never dispatched).
-static struct co loop_idle;
+// What cur points at while the loop has nothing to run (never dispatched;
+// RUNNING, so that the handler drains by itself meanwhile: see run_loop).
+static struct co loop_idle = { .state = CO_RUNNING };
 
 // The loop's step begins: from here the handler leaves the executor alone.
 static inline __attribute__((always_inline)) void step_begin(void) {
@@ -652,7 +661,8 @@ static int run_loop(void) {
     co_poll_fn sfpoll;
     keep_in_registers(&one, &resident, &vv, &sfpoll);
     for (;;) {
-      step_begin();
+      // (No step_begin: cur, prev, is RUNNING until the rotation's first
+      // store, which the handler then sees; see above.)
       // prev's queue is the lane's best: it goes to its tail, the head runs.
       struct co_queue *q = me()->rot_q;
       if (l->best != q)

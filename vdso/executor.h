@@ -284,13 +284,18 @@ exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
 }
 
 // The resident prev becomes the tail of q, ready; it sits after the old tail
-// already, whose address becomes its prev (a resident keeps none).
+// already, whose address becomes its prev (a resident keeps none). Its state
+// is stored first and the ring read after it: the user runtime's interrupt
+// handler tells the loop's rotation by the running coroutine's state
+// (user/cops.c, run_loop), and until that store it may still queue a
+// coroutine in this ring.
 static inline __attribute__((always_inline)) void exec_resident_ready(struct co_queue *q,
                                                                       struct co *prev,
                                                                       uint64_t ready_word) {
+  exec_set_word(prev, ready_word);
+  __asm__ volatile("" ::: "memory");
   prev->prev = q->tail;
   q->tail = prev;
-  exec_set_word(prev, ready_word);
 }
 
 // prev's stores come first and the head is loaded last, so that prev is dead
