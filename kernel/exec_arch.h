@@ -6,6 +6,11 @@
 #define EXEC_ARCH_H
 #include <stdint.h>
 
+// The state is sstatus as it was, whole: setting its bits again restores SIE
+// without a branch, and without isolating SIE first (an and on every
+// dispatch). That sets the other bits that were set too, which is harmless
+// because the executor's critical sections change no bit of sstatus but SIE
+// (no FP state, no sret, no SUM toggling in there), so they are set still.
 typedef unsigned long exec_irqstate_t;
 
 static inline exec_irqstate_t exec_lock_acquire(volatile uint64_t *l) {
@@ -14,11 +19,9 @@ static inline exec_irqstate_t exec_lock_acquire(volatile uint64_t *l) {
   while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
     while (__atomic_load_n(l, __ATOMIC_RELAXED))
       ;
-  return s & 2;
+  return s;
 }
 
-// s is SIE as it was (2 or 0): setting those bits of sstatus restores it
-// without a branch.
 static inline void exec_lock_release(volatile uint64_t *l, exec_irqstate_t s) {
   __atomic_store_n(l, 0, __ATOMIC_RELEASE);
   __asm__ volatile("csrs sstatus, %0" :: "r"(s) : "memory");
@@ -33,7 +36,7 @@ static inline exec_irqstate_t exec_lock1_acquire(volatile uint64_t *l) {
   (void)l;
   unsigned long s;
   __asm__ volatile("csrrci %0, sstatus, 2" : "=r"(s) :: "memory");
-  return s & 2;
+  return s;
 }
 
 static inline void exec_lock1_release(volatile uint64_t *l, exec_irqstate_t s) {

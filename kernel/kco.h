@@ -47,11 +47,18 @@ int kco_wake_elsewhere(cid_t cid);
 int kco_reprio(cid_t cid, uint32_t prio);
 // Change the running coroutine's own priority: it is running, not queued, so
 // this is one store (no executor lock); it takes effect when it is next queued.
+// Unless it is its lane's resident (executor.h, struct co_queue: a rotation
+// took it and left it linked in its priority's ring, which the executor finds
+// by its priority): then exec_reprio takes it out of that ring first.
 // Inline: the switcher does it on every trap.
 static inline void kco_reprio_self(uint32_t prio) {
   struct co *c = this_hart()->cur;
-  if (c->prio != prio && prio < NPRIO_DEFAULT)
-    __atomic_store_n(&c->prio, (uint8_t)prio, __ATOMIC_RELAXED);
+  if (c->prio != prio && prio < NPRIO_DEFAULT) {
+    if (__builtin_expect(c->flags & CO_RESIDENT, 0))
+      exec_reprio(&kexec, co_cid_inline(c), prio);
+    else
+      __atomic_store_n(&c->prio, (uint8_t)prio, __ATOMIC_RELAXED);
+  }
 }
 
 // Stackful coroutines only.

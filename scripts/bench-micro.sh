@@ -100,7 +100,7 @@ full=$(value yield_resume_fullsave)
       idle_stackful_bytes) what="kernel memory per blocked stackful coroutine (64 of them: 16 KiB stack + records)" ;;
       user_sync_syscall) what="user: getpid() round trip (ecall, trap entry and exit, dispatch)" ;;
       user_emulated_csr_read) what="user: one emulated u-CSR read (illegal instruction, redirected by OpenSBI from M-mode, emulated by the kernel)" ;;
-      user_switch_stackless) what="user: one switch between two stackless coroutines (the runtime's loop: its step's mark, the executor's rotation inline, the COPS priority check, and a poll function that counts a shared turn down)" ;;
+      user_switch_stackless) what="user: one switch between two stackless coroutines (the runtime's loop: the executor's rotation inline, the COPS priority check, and a poll function that counts a shared turn down)" ;;
       user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor (each a loop that counts a shared turn down around cops_yield)" ;;
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
       user_async_roundtrip) what="user: async read submitted (parks on the pipe) -> the writer completes it -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
@@ -146,13 +146,18 @@ full=$(value yield_resume_fullsave)
 
 - A stackless dispatch (39) is 22 instructions of `exec_next` and 17 of the
   benchmark's loop and its empty poll function (an indirect call; the poll
-  function sets up a frame). `exec_next` on one lane: the several-lanes flag
-  (a load and a branch), interrupts masked (`csrrc`, and `csrs` of the saved
-  bit after: a one-lane executor is used by one hart, so no lock word), the
-  settle (a blocked coroutine: its state, after the wake-pending test), the
-  fetch from the lane's cached best queue (no bit search; a queue that empties
-  finds the next best then), and the state of the one taken. Read
-  build/kernel.asm (`exec_next`) for the exact sequence.
+  function sets up a frame: the kernel keeps frame pointers). `exec_next` on
+  one lane: the several-lanes flag (a load and a branch), interrupts masked
+  (`csrrc`, and `csrs` of the whole saved sstatus after: a one-lane executor
+  is used by one hart, so no lock word), the settle (a blocked coroutine: its
+  state, after the test of its flags, wake pending or resident), the fetch
+  from the lane's cached best ring (no bit search; its tail, the head after
+  it, the head's next stored as the tail's next; a ring that empties finds
+  the next best then), and the state of the one taken. The ready rings
+  (docs/ARCHITECTURE.md, "The executor") cost this row one load, the tail on
+  the way to the head; keeping the whole sstatus instead of isolating SIE
+  with an and saved one. Read build/kernel.asm (`exec_next`) for the exact
+  sequence.
 - The CACS pair is two switches of 6 instructions and a store (each side
   stores its `sp` and `s0`, loads the other's `sp`, `s0` and resume address,
   and jumps there linking into `t2`; the side it resumes stores `t2` as the
@@ -199,7 +204,7 @@ full=$(value yield_resume_fullsave)
   that window also holds the sender's wake-up and write, about 5,200
   instructions by a kernel trace. `SMP=2 HART=1 scripts/profile.sh
   remote_delivery` counts one hart's instructions alone.
-- Where the missed rows go is profiled line by line at the end of this page.
+- Where the rows near or over their targets go is profiled function by function at the end of this page.
   getpid is a pure call (kernel/purecalls.h), which the trap answers by
   itself: `uservec` saves the 19 registers C code may change and the four
   the kernel replaces, calls `syscall_fast` on the switcher's stack, and
@@ -208,7 +213,10 @@ full=$(value yield_resume_fullsave)
   kernel work of equal or better priority, no pending user interrupt, ring
   overflow, kill or tracing), publishes the process's rank (COPS: at every
   kernel entry; one look at the kernel's bitmap and the executor page, about
-  45) and calls the handler (10). Every other call takes the full path: the
+  45), sets the switcher's own priority to it (kco_reprio_self: one store,
+  after testing that the switcher is not its lane's resident, which would
+  have to leave its ring first: 3 of the 184) and calls the handler (10).
+  Every other call takes the full path: the
   11 registers C code keeps are saved too, and the switcher's loop runs
   (publishing where the thread runs, the user-interrupt hand-over, the look
   for a sibling thread asleep in uwait that ready work should wake: 5 since
@@ -218,27 +226,31 @@ full=$(value yield_resume_fullsave)
   process that ends on another hart is never walked after it is freed).
 - A user coroutine switch that yields to an equal (both user rows) is the
   runtime's loop (`run_loop` in user/cops.c) turning in its inner loop: when
-  a coroutine yields, the loop sets up an inner loop which, while each
-  coroutine yields to an equal on an executor with one lane, does the
-  executor's rotation inline (`exec_rotate_k`, executor.h; the vDSO's
-  exec_next_on does the same rotation, and any other step is still a call
-  through the vDSO's table). The lane, the mask for the COPS check, the vvar
-  page's address, stackful_poll's address and the constants it stores and
-  compares stay in registers across a stackless poll; after a stackful
-  switch, which takes every register, they are loaded again from the
-  thread's record. The 25 instructions of the loop per stackless switch (29
-  before this, 41 and 57 before that) are:
+  a coroutine that is its lane's resident yields (the one a rotation took,
+  which stays linked in its priority's ring, right after the tail:
+  docs/ARCHITECTURE.md, "The executor"), the loop sets up an inner loop
+  which, while each coroutine yields to an equal on an executor with one
+  lane, does the executor's rotation inline (`exec_rotate_k`, executor.h;
+  the vDSO's exec_next_on does the same rotation, and any other step is
+  still a call through the vDSO's table). The lane, the mask for the COPS
+  check, the vvar page's address, stackful_poll's address and the constants
+  it stores and compares stay in registers across a stackless poll; after a
+  stackful switch, which takes every register, they are loaded again from
+  the thread's record. The 20 instructions of the loop per stackless switch
+  (25 before the ready rings and the handler's test of the state, 29, 41
+  and 57 before that) are:
     - the result test, against CO_YIELD in a register (1);
-    - the step's mark, `cur` = NULL, which keeps the user-interrupt handler
-      out of the executor (1);
     - whether the rotation applies (3): the queue the thread rotates
-      (`rot_q`, which cops_reprio of the running coroutine and
-      cops_alloc_cpu replace by one no lane's best can be) loaded and
-      compared with the lane's best;
-    - the rotation (10): the tail loaded and prev appended (four links
-      stored), prev's state and wake mark as one halfword, then the head and
-      its next loaded, the head stored and its state; prev is dead before the
-      head is loaded, so the head takes prev's register (no move per turn);
+      (`rot_q`, which cops_reprio and cops_alloc_cpu replace by one no lane's
+      best can be) loaded and compared with the lane's best;
+    - the rotation (6): prev's state and flags as one halfword (READY: from
+      this store on the user-interrupt handler leaves the executor alone,
+      since `cur` is no longer RUNNING, so the step needs no mark of its
+      own), the tail loaded and stored as prev's prev, prev stored as the
+      tail (it sits right after the old tail already), the head loaded (prev's
+      next) and its halfword stored (RUNNING, resident); no link of the ring
+      moves; prev is dead before the head is loaded, so the head takes prev's
+      register (no move per turn);
     - the step's end (3): `cur` set, the handler's drain mark loaded and
       tested;
     - asking whether the kernel or another process has better work (3): one
@@ -249,49 +261,43 @@ full=$(value yield_resume_fullsave)
     - the poll function and argument loaded, the poll function compared with
       stackful_poll, which in the runtime marks exactly the stackful
       coroutines (3: no kind byte), and the call (1).
-  The benchmark's poll function adds 14: it counts a shared turn down and
-  returns whether to go on, 5 of them its frame pointer's (the turn, not the
+  The benchmark's poll function adds 9: it counts a shared turn down and
+  returns whether to go on (14 while user code kept frame pointers: user
+  programs are built without them now, user/user.mk; the turn, not the
   loop, decides when the two are done: 2N turns, 2N switches). So the
-  stackless target (30) is missed by 9. What would remove more, not done:
-    - a ring per priority in which the running coroutine keeps its place, so
-      that a yield to an equal moves the head (one load and one store
-      instead of the rotation's eight, saving 6). The ring must be closed
-      (the tail's next is the head, the head's prev the tail), so every pop
-      must mend it: two or three more instructions in the kernel's stackless
-      dispatch, which is 39 against its target of 40; and every step of the
-      executor would have to know a running coroutine that is still linked;
-    - the handler's deferral tested on the state of `cur` (not RUNNING in the
-      step: the rotation's first store marks prev READY) instead of a NULL
-      mark, or `cur` and the drain mark in one word set by one `amoswap`
-      (saving 1 each: changes to the handler);
-    - the poll function's frame (5). The kernel prints no user backtrace (a
-      faulting process gets one line with pc and stval: docs/ABI.md,
-      "Faults"), so user frame pointers serve debuggers, which with -g unwind
-      by the DWARF call-frame information anyway; but GCC 12 has no
-      -momit-leaf-frame-pointer for RISC-V (GCC 14 has), so the choice is
-      all user code without frame pointers (a change for every program and
-      for what docs/ABI.md promises of crt0) or a per-function attribute on
-      poll functions (which, on the benchmark's, would be tuning the
-      benchmark). Neither was done;
+  stackless target (30) is met: 29. The rotation was 10 (prev appended: the
+  tail loaded, four links stored; the head taken out: a load and two stores;
+  two states); a ring in which the coroutine a rotation took stays linked
+  makes it 6, and a plain fetch still unlinks what it takes, so the kernel's
+  dispatch of a coroutine that then blocks pays only the one load above.
+  What would remove more, not done:
+    - `cur` and the handler's drain mark in one word set by one `amoswap`
+      (saving 1: a change to the handler);
     - a vvar word holding the lowest bit of both bitmaps (a compare instead
       of the and and the mask: saving 1) was built and dropped: keeping it
       exact when harts publish at once cost the kernel about 230
       instructions per async round trip (docs/ARCHITECTURE.md, "Priorities
-      the kernel sees").
-  Together about 13. Asking the COPS question only every K switches (about
-  2 + 3/K) was not done either: it would weaken the guarantee that the
-  process steps aside before the next dispatch.
-  The stackful row (58; 71 before) is 42 in the loop and 16 in the yielder.
-  The loop: the step's mark, the rotation and its test, the step's end and
-  the COPS check as above (20); the poll function and argument loaded and
-  the poll function compared (3); the CACS switch in (6) and the store of
-  the coroutine's resume address (1); the result test (1: the result
-  travels as result - CO_YIELD, so a yield is 0); the stack canary tested
-  (3); the coroutine that ran found through `cur`, the lane and the mask
-  loaded from the thread, and the four register values formed again (8:
-  stackful_poll's address takes two). The yielder: `cops_yield` inline (its record through `tp`, 2,
-  the result, 1, the CACS switch out, 6, and the store of the loop's resume
-  address, 1) and its loop, which counts the shared turn down (6).
+      the kernel sees");
+    - the drain mark left to the next step (the handler, when it defers,
+      would also replace `rot_q`, so that the next turn takes the general
+      step, which drains: saving 2) was not done: a completion would wait
+      for the poll of the coroutine the step chose, however long it runs.
+  Asking the COPS question only every K switches (about 2 + 3/K) was not
+  done either: it would weaken the guarantee that the process steps aside
+  before the next dispatch.
+  The stackful row (51; 58 and 71 before) is 37 in the loop and 14 in the
+  yielder. The loop: the rotation and its test, the step's end and the
+  COPS check as above (15); the poll function and argument loaded and the
+  poll function compared (3); the CACS switch in (6) and the store of the
+  coroutine's resume address (1); the result test (1: the result travels as
+  result - CO_YIELD, so a yield is 0); the stack canary tested (3); the
+  coroutine that ran found through `cur`, the lane and the mask loaded from
+  the thread, and the four register values formed again (8: stackful_poll's
+  address takes two). The yielder: `cops_yield` inline (its record through
+  `tp`, 2, the result, 1, the CACS switch out, 6, and the store of the
+  loop's resume address, 1) and its loop, which counts the shared turn down
+  (4: the turn's address stays in `s0`, which the CACS switch saves and
+  restores anyway, and which user code, having no frame pointer, may use).
   profile.sh's counts are at the end of this page.
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
@@ -331,16 +337,17 @@ full=$(value yield_resume_fullsave)
 - The runtime's side of the async round trip (user/cops.c and
   user/uintr_entry.S: `cops_async` and `take_one` in the profile below, and
   the entry, `cops_uintr_handler` and `drain`, each under 40 and so not
-  listed) is about 225 instructions on native N, 310 before it went
+  listed) is about 220 instructions on native N, 310 before it went
   lock-free: the caller arms its own entry of the operation table with one
   store and no critical section (it owns the entry: one call per coroutine,
   one coroutine per slot), a drain claims a ring entry by a compare-and-swap
   on `head` instead of two lock rounds per completion, and the handler path
-  has no frame pointers. Of that, `cops_async` is about 100, 29 of them the
-  prologue and epilogue that save s0-s11 for the CACS block, and the entry's
-  34 register saves and loads are what calling C from an interrupt costs.
-  The wake itself (`exec_wake_lane`, 58) and the loop's two switches
-  (`run_loop` and `exec_next_on`, about 280) are the executor's.
+  has no frame pointers (no user code has, now). Of that, `cops_async` is
+  about 95, 28 of them the prologue and epilogue that save s0-s11 and ra for
+  the CACS block, and the entry's 34 register saves and loads are what
+  calling C from an interrupt costs. The wake itself (`exec_wake_lane`, 56)
+  and the loop's two switches (`run_loop` and `exec_next_on`, about 270) are
+  the executor's.
 NOTES
   # Where the async round trip's instructions go, measured (scripts/profile.sh:
   # a QEMU plugin counts every executed instruction; needs the QEMU source that

@@ -656,12 +656,18 @@ static void test_interrupted_calls(void) {
 //     drain that wakes it. A yielder that sees a handler entry the waiter has
 //     not yet answered is late; one late turn per entry is allowed (the
 //     entry struck after the step had chosen that yielder).
+// A yielder that sees a handler entry it has not seen yet also checks the
+// executor's invariants at once, before a later rotation can rewrite links
+// a handler that struck in the middle of one would have left wrong (a prev,
+// or a coroutine both the tail and the resident).
 // The yielders stop when the waiter is done, or after 20 s of uptime (a
 // safety net only, so that a lost waiter fails here instead of hanging).
 enum { WAITS = 200, LOOP_YIELDERS = 4 };
 static volatile int loop_waiter_done, loop_stop, loop_finished;
 static volatile uint64_t loop_answered;   // handler entries the waiter had seen when it last ran
-static long loop_late, loop_turns, loop_until;
+static uint64_t loop_checked_at;          // handler entries at the yielders' last check
+static long loop_late, loop_turns, loop_until, loop_bad_checks;
+static char loop_why[128];
 
 static void loop_finish(void) {
   if (++loop_finished == LOOP_YIELDERS + 1)
@@ -671,8 +677,14 @@ static void loop_finish(void) {
 static int loop_should_stop(void) {
   if (++loop_turns % 1024 == 0 && uptime() > loop_until)
     loop_stop = 1;
-  if (cops_uintr_count() != loop_answered)
+  uint64_t entries = cops_uintr_count();
+  if (entries != loop_answered)
     loop_late++;
+  if (entries != loop_checked_at) {
+    loop_checked_at = entries;
+    if (cops_check(loop_why, sizeof loop_why) != 0)
+      loop_bad_checks++;
+  }
   return loop_stop || loop_waiter_done;
 }
 
@@ -706,9 +718,10 @@ static void loop_waiter(void *arg) {
 static void test_interrupts_in_loop(const char *name, uint32_t waiter_prio) {
   char why[128] = "", n[64];
   loop_waiter_done = loop_stop = loop_finished = 0;
-  loop_late = loop_turns = 0;
+  loop_late = loop_turns = loop_bad_checks = 0;
   loop_until = uptime() + 20000;
   uint64_t entries0 = cops_uintr_count();
+  loop_checked_at = entries0;
   cops_spawn_stackful(loop_waiter, 0, waiter_prio);
   for (int i = 0; i < LOOP_YIELDERS; i++) {
     if (i % 2)
@@ -726,6 +739,10 @@ static void test_interrupts_in_loop(const char *name, uint32_t waiter_prio) {
   check(n, checked, 0);
   if (checked)
     printf("asynctest: %s: %s\n", name, why);
+  snprintf(n, sizeof n, "%s-invariants-after-each-interrupt", name);
+  check(n, loop_bad_checks, 0);
+  if (loop_bad_checks)
+    printf("asynctest: %s: %s\n", name, loop_why);
   snprintf(n, sizeof n, "%s-interrupts-taken", name);
   check(n, entries >= 1, 1);
   if (waiter_prio < 3) {

@@ -19,11 +19,12 @@ _Static_assert(offsetof(struct vdso_table, full_switch) == 96, "user/cops_switch
 // Per-thread runtime state, found through tp (each thread of the process runs
 // the executor loop; alloc_cpu adds threads).
 struct cops_thread {
-  struct co *cur;                  // the coroutine this thread runs; NULL during the loop's
+  struct co *cur;                  // the coroutine this thread runs (not RUNNING any more
+                                   // during the loop's rotation), NULL during its general
                                    // step, &loop_idle while it has nothing to run
                                    // (run_loop). First: cops.h reads it
   volatile long crit;              // critical-section depth (see below)
-  volatile int drain_due;          // the handler found crit > 0 or cur NULL
+  volatile int drain_due;          // the handler found crit > 0, or the loop in its step
   int pending_ops;                 // async calls submitted on this thread and not returned
                                    // yet (atomic: see cops_async)
   int uintr_on;                    // this thread's user interrupts are enabled
@@ -64,8 +65,9 @@ static inline void set_me(struct cops_thread *t) { tp_thread = t; }
 // executor with one lane, which has no lock word at all (user/exec_arch.h),
 // corrupt a queue). Every runtime call into the executor runs inside
 // crit_enter/crit_exit, or in run_loop's step, during which the thread's
-// `cur` is NULL; a handler that finds crit > 0 or cur NULL only notes that a
-// drain is due, and crit_exit or the loop does it. No lock, no masking. The
+// `cur` is NULL or a coroutine that is not RUNNING; a handler that finds
+// crit > 0 or such a cur only notes that a drain is due, and crit_exit or the
+// loop does it. No lock, no masking. The
 // operation table and the ring need neither: both are lock-free (below), so
 // an async call's submit runs outside any critical section.
 
@@ -145,12 +147,6 @@ static inline void crit_exit(void) {
     drain();
 }
 
-// The handler's path (take_one, drain, cops_uintr_handler) is built without
-// frame pointers, as the executor is (Makefile): a prologue costs 5
-// instructions, and these run on every user interrupt. They never change s0,
-// so a backtrace still passes through them to the code they interrupted.
-#define NO_FRAME __attribute__((optimize("omit-frame-pointer")))
-
 #define RING_EMPTY 2               // take_one found nothing (exec_wake answers 1, 0 or < 0)
 
 // Take the completion at the ring's head, if there is one, and complete it:
@@ -163,7 +159,7 @@ static inline void crit_exit(void) {
 // A leaf but for the wake, its tail call, so that it needs no frame; returns
 // what the wake answered, 0 when nothing was woken, RING_EMPTY when there was
 // nothing to take. (crit is held.)
-static __attribute__((noinline)) NO_FRAME int take_one(void) {
+static __attribute__((noinline)) int take_one(void) {
   unsigned int h = RING->head;
   if (h == __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE))
     return RING_EMPTY;
@@ -185,7 +181,7 @@ static __attribute__((noinline)) NO_FRAME int take_one(void) {
 // handler, crit_exit or the loop), and holds it at 1 itself: the wakes change
 // the executor, and a handler that strikes meanwhile only marks a drain due,
 // which the loop below then does.
-static NO_FRAME void drain(void) {
+static void drain(void) {
   me()->crit = 1;
   do {
     me()->drain_due = 0;
@@ -211,16 +207,16 @@ static volatile uint64_t uintr_entry_instret;
 // handler's exit, the SYS_uintr_ret ecall, clears it with the same effect --
 // it stays set if a post came after this entry -- where a csrc here would
 // cost a trap through M-mode.
-NO_FRAME void cops_uintr_handler(void) {
+void cops_uintr_handler(void) {
   __asm__ volatile("rdinstret %0" : "=r"(uintr_entry_instret));
   struct cops_thread *t = me();
   t->uintr_entries++;
   if (t->uintc_claim)
     (void)*t->uintc_claim;        // take the controller's bits: its USIP line drops
-  // In a critical section, or in the loop's step (cur NULL: see run_loop),
-  // the interrupted code may be in the middle of changing the executor:
-  // leave the drain to it.
-  if (t->crit || !t->cur)
+  // In a critical section, or in the loop's step (cur NULL or not RUNNING:
+  // see run_loop), the interrupted code may be in the middle of changing the
+  // executor: leave the drain to it.
+  if (t->crit || !t->cur || t->cur->state != CO_RUNNING)
     t->drain_due = 1;
   else
     drain();
@@ -412,12 +408,15 @@ int cops_wake(cid_t cid) {
 int cops_reprio(cid_t cid, uint32_t prio) {
   crit_enter();
   int r = V->exec_reprio(EX, cid, prio);
+  // Any change stops run_loop's rotation: of the running coroutine, whose
+  // queue it was (and which leaves its ring), or of the last other ready
+  // coroutine there, which takes the running one out of the ring with it
+  // (executor.h, struct co_queue).
+  me()->rot_q = &no_rotation;
   // The running coroutine's priority is what the kernel ranks this process by:
   // publish a change to it at once, not at the next dispatch.
-  if (r == 0 && current && cid == co_cid_inline(current)) {
+  if (r == 0 && current && cid == co_cid_inline(current))
     *RUNNING_PRIO = prio;
-    me()->rot_q = &no_rotation;    // (run_loop's rotation is for the queue it had)
-  }
   crit_exit();
   return r;
 }
@@ -471,15 +470,15 @@ static inline __attribute__((always_inline)) int others_better(const struct vvar
 }
 
 // The values run_loop's inner loop keeps in registers (see there).
-static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *one, uint64_t *running,
+static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *one, uint64_t *resident,
                                                                     const struct vvar **vv,
                                                                     co_poll_fn *sfpoll) {
-  uint64_t o = CO_YIELD, r = CO_RUNNING;
+  uint64_t o = CO_YIELD, r = EXEC_RESIDENT_WORD;
   const struct vvar *v = VVAR;
   co_poll_fn f = stackful_poll;
   __asm__("" : "+r"(o), "+r"(r), "+r"(v), "+r"(f));
   *one = o;
-  *running = r;
+  *resident = r;
   *vv = v;
   *sfpoll = f;
 }
@@ -527,7 +526,13 @@ static __attribute__((noinline)) void drain_deferred(void) {
 // handler that finds cur NULL leaves the executor alone and only marks a
 // drain due, which the loop does right after the step (cur is set again
 // first, so a handler from then on drains by itself). One store each way,
-// instead of a counter to read, raise, restore and test.
+// instead of a counter to read, raise, restore and test. The inline rotation
+// (below) saves the first: it begins by storing the yielding coroutine's
+// state (READY), before it reads or changes the ring (exec_resident_ready),
+// and the handler also stays out while cur is not RUNNING. Until that store
+// the handler may drain, which only queues coroutines: the rotation, whose
+// test came before, is still right (a coroutine queued just then is as one
+// that came just after).
 //
 // A yield to an equal on one lane (the common switch) is the executor's own
 // rotation, inline from executor.h, with no call into the vDSO: prev goes to
@@ -542,8 +547,9 @@ static __attribute__((noinline)) void drain_deferred(void) {
 // one call site, and spills only what it has live. The coroutine that ran is
 // found through tp afterwards rather than kept in a register across the
 // switch, which would be spilled and reloaded.
-// What cur points at while the loop has nothing to run (never dispatched).
-static struct co loop_idle;
+// What cur points at while the loop has nothing to run (never dispatched;
+// RUNNING, so that the handler drains by itself meanwhile: see run_loop).
+static struct co loop_idle = { .state = CO_RUNNING };
 
 // The loop's step begins: from here the handler leaves the executor alone.
 static inline __attribute__((always_inline)) void step_begin(void) {
@@ -625,15 +631,16 @@ static int run_loop(void) {
       continue;
     struct cops_thread *t = me();
     struct exec_lane *l = t->one_lane;
-    if (!l)
-      continue;                      // (several lanes: the general step)
-    // prev yielded: while each yields to an equal, rotate inline (below).
-    // The queue to rotate is prev's, in the one lane (its priority may have
-    // changed while it ran: cops_reprio published that). rot_q names it for
-    // as long as that holds (cops_alloc_cpu and cops_reprio of the running
-    // coroutine replace it by &no_rotation, which no lane's best ever
-    // equals), so that one load and one compare with the lane's best
-    // decide. The thread keeps l and
+    if (!l || !(prev->flags & CO_RESIDENT))
+      continue;                      // (several lanes, or prev was popped: the general step)
+    // prev yielded, and it is the lane's resident (executor.h, struct
+    // co_queue: the general step's rotation took it, and left it linked):
+    // while each yields to an equal, rotate inline (below), each rotation
+    // taking the next resident. The queue to rotate is prev's, in the one
+    // lane. rot_q names it for as long as that holds and prev stays the
+    // resident (cops_alloc_cpu and cops_reprio replace it by &no_rotation,
+    // which no lane's best ever equals), so that one load and one compare
+    // with the lane's best decide. The thread keeps l and
     // the COPS check's mask too: a stackful coroutine's switch takes every register, so the
     // loop loads them again after it, and a stackless one's poll keeps them
     // where they are (were they live across the switch, the compiler would
@@ -649,17 +656,18 @@ static int run_loop(void) {
     // address and stackful_poll's (the kind test: below), in registers too,
     // by the same rule: hidden from the compiler (an empty asm), which would
     // otherwise form them again on every turn.
-    uint64_t one, running;
+    uint64_t one, resident;
     const struct vvar *vv;
     co_poll_fn sfpoll;
-    keep_in_registers(&one, &running, &vv, &sfpoll);
+    keep_in_registers(&one, &resident, &vv, &sfpoll);
     for (;;) {
-      step_begin();
+      // (No step_begin: cur, prev, is RUNNING until the rotation's first
+      // store, which the handler then sees; see above.)
       // prev's queue is the lane's best: it goes to its tail, the head runs.
       struct co_queue *q = me()->rot_q;
       if (l->best != q)
         break;                       // (the general step above sets cur again)
-      c = exec_rotate_k(q, prev, one, running);   // (c has prev's priority: mask holds)
+      c = exec_rotate_k(q, prev, one, resident);   // (c has prev's priority: mask holds)
       step_end(c);
       if (others_better_mask(vv, mask, c->prio))
         yield();
@@ -688,7 +696,7 @@ static int run_loop(void) {
         prev = me()->cur;
         l = me()->rot_lane;
         mask = me()->rot_mask;
-        keep_in_registers(&one, &running, &vv, &sfpoll);
+        keep_in_registers(&one, &resident, &vv, &sfpoll);
       }
     }
   }

@@ -8,8 +8,9 @@
         .globl _start
         .type _start, @function
 _start:
-        # A frame-pointer backtrace (a debugger, or a future fault report) walks
-        # s0 and the saved ra; zero in both marks the outermost frame.
+        # Zero in ra marks the outermost frame for a debugger's unwinder (user
+        # code has no frame pointers: it unwinds by the DWARF call-frame
+        # information); s0 is zeroed too, for code built with frame pointers.
         li      s0, 0
         li      ra, 0
         call    cops_start      # a0 = argc, a1 = argv; runs main as a coroutine

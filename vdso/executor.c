@@ -58,7 +58,7 @@ int exec_init_lanes(struct executor *ex, uint32_t nprio, uint32_t nlanes,
     struct exec_lane *l = lane_at(ex, i);
     *l = (struct exec_lane){0};
     for (uint32_t p = 0; p < nprio; p++)
-      l->ready[p].head = l->ready[p].tail = 0;
+      l->ready[p].tail = 0;
   }
   for (uint32_t i = 0; i < EXEC_MAX_CHUNKS; i++)
     ex->chunks[i] = 0;
@@ -74,6 +74,8 @@ int exec_init_lanes(struct executor *ex, uint32_t nprio, uint32_t nlanes,
 int exec_init(struct executor *ex, uint32_t nprio, void *(*alloc)(size_t), void (*free)(void *)) {
   return exec_init_lanes(ex, nprio, 1, alloc, free);
 }
+
+static void drop_resident(struct executor *ex, struct exec_lane *l);
 
 int exec_set_lanes(struct executor *ex, uint32_t nlanes) {
   if (nlanes > EXEC_MAX_LANES)
@@ -92,8 +94,12 @@ int exec_set_lanes(struct executor *ex, uint32_t nlanes) {
   while (n < nlanes && !__atomic_compare_exchange_n(&ex->nlanes, &n, nlanes, 0, __ATOMIC_SEQ_CST,
                                                     __ATOMIC_RELAXED))
     ;
-  if (nlanes > 1)
+  if (nlanes > 1) {
+    // The several-lane steps know no residents (a steal's pop would take
+    // one for a ready coroutine): lane 0's, if it has one, is unlinked.
+    drop_resident(ex, l0);
     __atomic_store_n(&ex->multi, 1, __ATOMIC_SEQ_CST);
+  }
   UNLOCK(&l0->lock);
   return 0;
 }
@@ -184,65 +190,117 @@ static inline __attribute__((always_inline)) void lane_clear(struct executor *ex
   union_clear(ex, bit);
 }
 
-// ---- ready queues (caller holds the lane's lock) ----
-// A queue is linked both ways, except that the head's prev is not kept (a
-// pop would have to clear it in the next coroutine for nothing): whether a
-// coroutine is a head is asked of its queue. The links of a coroutine that is
-// not queued mean nothing. l->best follows the lane's lowest bit: moved when a
-// queue becomes non-empty, and found again (the one ctz left) when the best
-// queue empties.
+// ---- ready rings (caller holds the lane's lock) ----
+// The layout and the resident are described at struct co_queue (executor.h).
+// l->best follows the lane's lowest bit: moved when a ring gets its first
+// ready coroutine, and found again (the one ctz left) when the best ring
+// loses its last.
 
 static inline __attribute__((always_inline)) void find_best(struct exec_lane *l) {
   l->best = l->bitmap ? &l->ready[exec_ctz64(l->bitmap)] : 0;
 }
 
+// Link c (new, blocked, or running and not resident) as the last ready
+// coroutine of its priority: after the tail, so before the resident if there
+// is one (the tail's next). Sets c's state and clears its flags.
 static inline __attribute__((always_inline)) void enqueue_in(struct executor *ex,
                                                              struct exec_lane *l, struct co *c,
                                                              int one) {
   struct co_queue *q = &l->ready[c->prio];
-  c->next = 0;
-  c->prev = q->tail;
-  if (q->tail)
-    q->tail->next = c;
-  else {
-    q->head = c;
-    if (!l->best || q < l->best)   // the queues lie in priority order
+  struct co *t = q->tail;
+  if (t) {
+    c->next = t->next;
+    c->prev = t;
+    t->next = c;
+  } else {
+    c->next = c;
+    if (!l->best || q < l->best)   // the rings lie in priority order
       l->best = q;
     union_set(ex, l, 1ULL << c->prio, one);
   }
   q->tail = c;
-  c->state = CO_READY;
+  exec_set_word(c, EXEC_READY_WORD);
 }
 
+// The ring q has lost its last ready coroutine (the caller has not yet
+// cleared q->tail). A resident may not stay alone in it: unlink it too.
+static inline __attribute__((always_inline)) void ring_emptied(struct executor *ex,
+                                                               struct exec_lane *l,
+                                                               struct co_queue *q,
+                                                               struct co *resident, int one) {
+  q->tail = 0;
+  if (resident)
+    resident->flags &= (uint8_t)~CO_RESIDENT;
+  lane_clear(ex, l, 1ULL << (q - l->ready), one);
+  if (l->best == q)
+    find_best(l);
+}
+
+// The lane's resident of q, or 0 (t is q's tail, non-zero).
+static inline __attribute__((always_inline)) struct co *resident_of(struct co *t) {
+  return (t->next->flags & CO_RESIDENT) ? t->next : 0;
+}
+
+// The resident c leaves its ring (it blocks, ends, or changes priority): it
+// sits right after the tail, so the tail's next skips it. Its flags are the
+// caller's to set.
+static inline __attribute__((always_inline)) void unlink_resident(struct exec_lane *l,
+                                                                  struct co *c) {
+  l->ready[c->prio].tail->next = c->next;
+}
+
+// A ready coroutine leaves its ring (exec_reprio). O(1): its prev, or for
+// the head the tail or the resident before it.
 static void unlink_ready(struct executor *ex, struct exec_lane *l, struct co *c) {
   struct co_queue *q = &l->ready[c->prio];
-  if (q->head == c)
-    q->head = c->next;
-  else
-    c->prev->next = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  else
-    q->tail = q->head ? c->prev : 0;
-  if (!q->head) {
-    lane_clear(ex, l, 1ULL << c->prio, 0);
-    if (l->best == q)
-      find_best(l);
+  struct co *t = q->tail, *r = resident_of(t);
+  struct co *before_head = r ? r : t, *head = before_head->next;
+  if (c == head && c == t) {
+    ring_emptied(ex, l, q, r, 0);
+    return;
   }
+  struct co *p = c == head ? before_head : c->prev;
+  p->next = c->next;
+  if (c == t)
+    q->tail = p;             // (c is not the head: p is its prev)
+  else
+    c->next->prev = p;       // (a ready coroutine: the resident only follows the tail)
 }
 
-// Take the head of the lane's best non-empty queue (the lane is not empty).
+// Take the head of the lane's best ring (the lane is not empty, and has no
+// resident: the loop that had one settled it first, or, with several
+// lanes, there are none). It leaves the ring at once.
 static inline __attribute__((always_inline)) struct co *pop_in(struct executor *ex,
                                                                struct exec_lane *l, int one) {
   struct co_queue *q = l->best;
-  struct co *c = q->head;
-  q->head = c->next;
-  if (!c->next) {
-    q->tail = 0;
-    lane_clear(ex, l, 1ULL << c->prio, one);
-    find_best(l);
-  }
+  struct co *t = q->tail, *c = t->next;
+  if (c == t)
+    ring_emptied(ex, l, q, 0, one);
+  else
+    t->next = c->next;
   return c;
+}
+
+// Unlink the lane's resident, if it has one (it goes on running as any other).
+static void drop_resident(struct executor *ex, struct exec_lane *l) {
+  for (uint32_t p = 0; p < ex->nprio; p++) {
+    struct co *t = l->ready[p].tail, *r = t ? resident_of(t) : 0;
+    if (r) {
+      unlink_resident(l, r);
+      r->flags &= (uint8_t)~CO_RESIDENT;
+    }
+  }
+}
+
+// prev, running, is ready again (it yielded, or was woken while it ran): a
+// resident becomes the tail where it is, any other is linked as one.
+static inline __attribute__((always_inline)) void requeue(struct executor *ex,
+                                                          struct exec_lane *l, struct co *prev,
+                                                          int one) {
+  if (prev->flags & CO_RESIDENT)
+    exec_resident_ready(&l->ready[prev->prio], prev, EXEC_READY_WORD);
+  else
+    enqueue_in(ex, l, prev, one);
 }
 
 static inline __attribute__((always_inline)) void enqueue(struct executor *ex, struct exec_lane *l,
@@ -373,7 +431,6 @@ int64_t exec_spawn_on(struct executor *ex, uint32_t lane, co_poll_fn poll, void 
   c->poll = poll;
   c->arg = arg;
   c->kind = (uint8_t)kind;
-  c->wake_pending = 0;
   // A stale cid's waker may look at c->lane: it re-checks it under the lock
   // it takes, and then the generation, which moved on when the slot was freed.
   __atomic_store_n(&c->lane, lane, __ATOMIC_RELEASE);
@@ -402,7 +459,7 @@ static inline __attribute__((always_inline)) int wake_locked(struct executor *ex
   // Running (or trapped while running): it may be about to return PENDING, so
   // remember the wake. Already ready: it will be polled anyway.
   if (c->state != CO_READY) {
-    c->wake_pending = 1;
+    c->flags |= CO_WAKE_PENDING;
     l->wakes_remembered++;
   }
   return 0;
@@ -503,6 +560,10 @@ int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio) {
     c->prio = (uint8_t)prio;
     enqueue(ex, l, c);
   } else {
+    if (c->flags & CO_RESIDENT) {
+      unlink_resident(l, c);   // (its ring keeps its ready coroutines)
+      c->flags &= (uint8_t)~CO_RESIDENT;
+    }
     c->prio = (uint8_t)prio;   // takes effect when it is next queued
   }
   exec_lock_release(&l->lock, irq);
@@ -533,6 +594,7 @@ static inline __attribute__((always_inline)) int free_slot(struct exec_lane *l, 
     gen = 1;               // after 2^32 reuses, skip the never-valid generation 0
   __atomic_store_n(&c->gen, gen, __ATOMIC_RELAXED);
   __atomic_store_n(&c->state, CO_FREE, __ATOMIC_RELAXED);
+  c->flags = 0;
   c->poll = 0;
   c->arg = 0;
   c->next = l->free;
@@ -548,14 +610,15 @@ static inline __attribute__((always_inline)) int free_slot(struct exec_lane *l, 
 static inline __attribute__((always_inline)) int settle_in(struct executor *ex,
                                                            struct exec_lane *l, struct co *c,
                                                            int result, int one) {
-  if (result == CO_DONE)
-    return free_slot(l, c);
-  if (result == CO_PENDING && !c->wake_pending) {
-    c->state = CO_BLOCKED;
+  if (result == CO_DONE || (result == CO_PENDING && !(c->flags & CO_WAKE_PENDING))) {
+    if (c->flags & CO_RESIDENT)
+      unlink_resident(l, c);
+    if (result == CO_DONE)
+      return free_slot(l, c);
+    exec_set_word(c, CO_BLOCKED);
   } else {
     // CO_YIELD, or a wake arrived while it ran: back to the tail of its queue.
-    c->wake_pending = 0;
-    enqueue_in(ex, l, c, one);
+    requeue(ex, l, c, one);
   }
   return 0;
 }
@@ -648,7 +711,8 @@ static __attribute__((noinline)) struct co *next_multi(struct executor *ex, uint
       // better is ready anywhere would be queued and taken straight back;
       // keep it running instead.
       if (!(all & upto)) {
-        prev->wake_pending = 0;   // it runs again anyway, as settle would arrange
+        prev->flags = 0;   // it runs again anyway, as settle would arrange (no resident
+                           // with several lanes: exec_set_lanes)
         UNLOCK(&l->lock);
         return prev;
       }
@@ -710,27 +774,38 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
   exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
   struct co *c;
   if (prev) {
-    if (__builtin_expect(prev_result == CO_PENDING && !prev->wake_pending, 1)) {
+    // (No flags: neither woken while it ran nor resident.)
+    if (__builtin_expect(prev_result == CO_PENDING && !prev->flags, 1)) {
       prev->state = CO_BLOCKED;           // the common case in the kernel: first
     } else if (prev_result == CO_YIELD) {
       struct co_queue *q = &l->ready[prev->prio], *best = l->best;
       __asm__("" : "+r"(q));          // (as in exec_rotation_queue)
       if (best == q) {
         // Round robin among equals (executor.h): the same result as settling
-        // prev and fetching.
-        c = exec_rotate(q, prev);
+        // prev and fetching. A prev that a pop took is linked as the tail
+        // first; either way the head stays linked, as the resident.
+        if (prev->flags & CO_RESIDENT) {
+          c = exec_rotate(q, prev);
+        } else {
+          enqueue_in(ex, l, prev, 1);
+          c = prev->next;
+          exec_set_word(c, EXEC_RESIDENT_WORD);
+        }
         exec_lock1_release(&l->lock, irq);
         return c;
       }
       if (!best || best > q) {
         // Nothing of its priority or better is ready: it would be queued and
-        // taken straight back, so it keeps running.
-        prev->wake_pending = 0;
+        // taken straight back, so it keeps running. (It is no resident: a
+        // resident's ring has a ready coroutine, so best <= q.)
+        prev->flags = 0;
         exec_lock1_release(&l->lock, irq);
         return prev;
       }
-      enqueue_in(ex, l, prev, 1);       // something better is ready
+      requeue(ex, l, prev, 1);          // something better is ready
     } else if (prev_result == CO_DONE) {
+      if (prev->flags & CO_RESIDENT)
+        unlink_resident(l, prev);
       if (__builtin_expect(free_slot(l, prev), 0)) {
         c = l->best ? pop_in(ex, l, 1) : 0;
         if (c)
@@ -738,9 +813,11 @@ static inline __attribute__((always_inline)) struct co *next_one(struct executor
         exec_lock1_release(&l->lock, irq);
         return spill_and_return(ex, c);   // the cache is overfull: give half back
       }
+    } else if (prev->flags & CO_WAKE_PENDING) {
+      requeue(ex, l, prev, 1);          // woken while it ran: ready again
     } else {
-      prev->wake_pending = 0;           // woken while it ran: ready again
-      enqueue_in(ex, l, prev, 1);
+      unlink_resident(l, prev);         // a resident that blocks
+      exec_set_word(prev, CO_BLOCKED);
     }
   }
   if (__builtin_expect(!l->best, 0)) {
@@ -761,7 +838,7 @@ static __attribute__((noinline)) struct co *take_stackless_multi(struct executor
   uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
   struct exec_lane *l = lane_at(ex, lane < n ? lane : lane % n);
   LOCKED(&l->lock);
-  struct co *c = l->best ? l->best->head : 0;
+  struct co *c = l->best ? l->best->tail->next : 0;   // (no residents with several lanes)
   if (c && c->prio <= max_prio && c->kind == CO_STACKLESS) {
     pop_in(ex, l, 0);
     c->state = CO_RUNNING;
@@ -777,12 +854,22 @@ struct co *exec_take_stackless(struct executor *ex, uint32_t lane, uint32_t max_
     return take_stackless_multi(ex, lane, max_prio);
   struct exec_lane *l = (struct exec_lane *)ex->lanes;
   exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
-  struct co *c = l->best ? l->best->head : 0;
-  if (c && c->prio <= max_prio && c->kind == CO_STACKLESS) {
-    pop_in(ex, l, 1);            // (c is the head of the best queue)
-    c->state = CO_RUNNING;
-  } else {
-    c = 0;
+  struct co_queue *q = l->best;
+  struct co *c = 0;
+  if (q) {
+    // The caller runs, and may be the lane's resident, linked before the
+    // head: then the head is the one after it.
+    struct co *t = q->tail, *r = resident_of(t), *before = r ? r : t;
+    c = before->next;
+    if (c->prio <= max_prio && c->kind == CO_STACKLESS) {
+      if (c == t)
+        ring_emptied(ex, l, q, r, 1);
+      else
+        before->next = c->next;
+      c->state = CO_RUNNING;
+    } else {
+      c = 0;
+    }
   }
   exec_lock1_release(&l->lock, irq);
   return c;
@@ -919,10 +1006,11 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
   uint32_t nl = lock_all(ex, irq);
   uint32_t nslots = ex->nchunks * EXEC_CHUNK_SLOTS;
   uint32_t queued = 0, nfree = 0, counted[CO_SUSPENDED + 1] = {0};
-  uint32_t spawned = 0, exited = 0;
+  uint32_t spawned = 0, exited = 0, residents = 0, flagged = 0;
   uint64_t any = 0;
   for (uint32_t i = 0; i < nl && !r; i++) {
     struct exec_lane *l = lane_at(ex, i);
+    uint32_t lane_residents = 0;
     any |= l->bitmap;
     spawned += l->spawned;
     exited += l->exited;
@@ -934,26 +1022,43 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
       }
       struct co_queue *q = &l->ready[p];
       int bit = (l->bitmap >> p) & 1;
-      if (bit != (q->head != 0) || (q->head == 0) != (q->tail == 0)) {
-        r = fail(why, whylen, "bitmap bit disagrees with queue of priority", p);
+      if (bit != (q->tail != 0)) {
+        r = fail(why, whylen, "bitmap bit disagrees with ring of priority", p);
         break;
+      }
+      if (!q->tail)
+        continue;
+      // From the tail: the resident, if any, then the ready ones from the
+      // head round to the tail again.
+      struct co *t = q->tail, *c = t->next;
+      if (c->flags & CO_RESIDENT) {
+        if (c->state != CO_RUNNING || c->prio != p || c->lane != i || c == t) {
+          r = fail(why, whylen, "bad resident: slot", c->slot);
+          break;
+        }
+        lane_residents++;
+        c = c->next;
       }
       struct co *prev = 0;
       uint32_t steps = 0;
-      for (struct co *c = q->head; c; prev = c, c = c->next) {
+      for (;; prev = c, c = c->next) {
         if (++steps > nslots) {
-          r = fail(why, whylen, "cycle in ready queue", p);
+          r = fail(why, whylen, "the ring does not come back to its tail; priority", p);
           break;
         }
-        if (c->state != CO_READY || c->prio != p || (prev && c->prev != prev) || c->lane != i) {
-          r = fail(why, whylen, "bad coroutine in ready queue: slot", c->slot);
+        if (c->state != CO_READY || c->flags || c->prio != p || (prev && c->prev != prev) ||
+            c->lane != i) {
+          r = fail(why, whylen, "bad coroutine in ready ring: slot", c->slot);
           break;
         }
         queued++;
+        if (c == t)
+          break;
       }
-      if (!r && q->tail != prev)
-        r = fail(why, whylen, "tail does not end queue", p);
     }
+    if (!r && lane_residents > 1)
+      r = fail(why, whylen, "more than one resident in lane", i);
+    residents += lane_residents;
     if (!r && l->best != (l->bitmap ? &l->ready[exec_ctz64(l->bitmap)] : 0))
       r = fail(why, whylen, "the lane's best queue is not its lowest bit's; lane", i);
     uint32_t cached = 0;
@@ -980,7 +1085,12 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
       break;
     }
     counted[c->state]++;
+    flagged += (c->flags & CO_RESIDENT) != 0;
   }
+  if (!r && residents != flagged)
+    r = fail(why, whylen, "coroutines flagged resident, not all found in a ring:", flagged);
+  if (!r && nl > 1 && residents != 0)
+    r = fail(why, whylen, "residents with several lanes:", residents);
   if (!r && queued != counted[CO_READY])
     r = fail(why, whylen, "READY coroutines not all queued exactly once:", counted[CO_READY]);
   if (!r && nfree != counted[CO_FREE])

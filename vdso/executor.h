@@ -4,8 +4,9 @@
 //
 // Model (docs/DESIGN.md, "Execution model"):
 //   - NPRIO priorities, 0 highest. Ready coroutines wait in one intrusive FIFO per
-//     priority; bit p of `bitmap` is set exactly when queue p is non-empty, so the
-//     best ready priority is count-trailing-zeros(bitmap): O(1) fetch-highest.
+//     priority (a ring: see struct co_queue); bit p of `bitmap` is set exactly when
+//     queue p has a ready coroutine, so the best ready priority is
+//     count-trailing-zeros(bitmap): O(1) fetch-highest.
 //   - A coroutine is a poll function + argument. The executor calls poll(arg);
 //     poll returns CO_YIELD (run me again later), CO_PENDING (block until woken) or
 //     CO_DONE (exit). Stackful coroutines are built on top (vdso/stackful.h): their
@@ -14,8 +15,8 @@
 //     in the high 32. Exiting bumps the generation, so a stale cid never matches a
 //     reused slot. cid 0 is never valid.
 //   - No lost wakeup: waking a coroutine that is still running (it has decided to
-//     block but has not returned PENDING yet) sets wake_pending, and the executor
-//     requeues it instead of blocking it.
+//     block but has not returned PENDING yet) sets CO_WAKE_PENDING, and the
+//     executor requeues it instead of blocking it.
 //
 // Concurrency: lanes. An executor has one or more lanes (the kernel: one per
 // hart; a user process: one per thread that runs its loop). Each lane has its
@@ -69,10 +70,14 @@ enum co_kind { CO_STACKLESS = 0, CO_STACKFUL = 1 };
 
 typedef int (*co_poll_fn)(void *arg);
 
+// Bits of co.flags.
+#define CO_WAKE_PENDING 1   // woken while running: requeue instead of blocking
+#define CO_RESIDENT 2       // running, and still linked in its priority's ring (below)
+
 // Coroutine control block: 48 bytes. It lives in the executor's slot table, so a
 // cid resolves to it by indexing, never by searching.
 struct co {
-  struct co *next, *prev;   // ready-queue links; `next` also links the free list
+  struct co *next, *prev;   // ready-ring links; `next` also links the free list
   co_poll_fn poll;
   void *arg;
   uint32_t gen;             // generation of this slot; part of the cid
@@ -80,14 +85,32 @@ struct co {
   uint8_t prio;
   uint8_t kind;             // enum co_kind
   uint8_t state;            // enum co_state
-  uint8_t wake_pending;     // woken while running: requeue instead of blocking
-                            // (state and wake_pending share a halfword, so that
-                            // queueing a coroutine writes both with one store)
+  uint8_t flags;            // CO_WAKE_PENDING, CO_RESIDENT (state and flags share a
+                            // halfword, so that one store sets a state and clears
+                            // or sets the flags with it)
   uint32_t lane;            // home lane: where it is queued, runs, or was freed
 };
 
+// The ready coroutines of one priority in one lane, in FIFO order, form a ring
+// through `next` (the tail's next is the head), and the queue keeps only its
+// tail: a yield among equals then moves no link at all. A READY coroutine's
+// prev is its predecessor, except the head's, which is not kept (a pop would
+// store it for nothing).
+//
+// The running coroutine that the lane's last rotation (exec_rotate) took may
+// stay linked: it is the lane's resident (state RUNNING, flag CO_RESIDENT),
+// and it sits right after the tail, before the head. When it yields to an
+// equal again, it becomes the tail where it is and the head after it becomes
+// the resident: no unlinking, no appending. When it blocks or ends, one store
+// (the tail's next) takes it out. A ring never holds a resident alone: the
+// step that takes its last ready coroutine away unlinks the resident too, so
+// tail != 0 exactly when the priority has a ready coroutine. Only an executor
+// with one lane has residents (exec_set_lanes unlinks lane 0's), and a lane
+// has at most one: the coroutine its loop runs. A coroutine taken by a plain
+// fetch (a pop) is unlinked at once, so that dispatching one that then blocks
+// (the kernel's common case) costs no more than with a list.
 struct co_queue {
-  struct co *head, *tail;
+  struct co *tail;
 };
 
 #define EXEC_CHUNK_SLOTS 256    // slots per table chunk: 256 * 48 B = 12 KiB
@@ -98,12 +121,12 @@ struct exec_stats {
   uint32_t ready, running, blocked;   // filled in by exec_get_stats (a table walk)
 };
 
-// One lane: a lock, a bitmap and nprio ready FIFOs (the array is sized at
-// exec_init, so a lane costs 32 + 16 * nprio bytes, rounded up to a power of
+// One lane: a lock, a bitmap and nprio ready rings (the array is sized at
+// exec_init, so a lane costs 72 + 8 * nprio bytes, rounded up to a power of
 // two so that finding a lane is a shift).
 struct exec_lane {
   volatile uint64_t lock;
-  uint64_t bitmap;                    // bit p <=> ready[p] non-empty (written under lock)
+  uint64_t bitmap;                    // bit p <=> ready[p] has a ready coroutine (under lock)
   uint64_t wakes, wakes_remembered;   // counters, under lock
   uint64_t steals;                    // coroutines this lane took from others
   struct co *free;                    // slots freed here, reused by spawns here
@@ -204,14 +227,31 @@ struct co *exec_lookup(struct executor *ex, cid_t cid);
 cid_t co_cid(const struct co *c);
 static inline cid_t co_cid_inline(const struct co *c) { return ((cid_t)c->gen << 32) | c->slot; }
 
-// Walk every structure and check the invariants: in every lane bit p <=> queue
-// p non-empty, every queued coroutine is READY with that priority and names that
-// lane; no lane has a bit the union lacks; every slot is in exactly one of
-// {ready queues, blocked, running, free list}, counters match. Returns 0 when
-// all hold, else -1 with a reason in why. Takes every lock.
+// Walk every structure and check the invariants: in every lane bit p <=> ring
+// p has a ready coroutine, every coroutine in a ring is READY with that
+// priority and names that lane (but for at most one resident per lane, right
+// after a tail); no lane has a bit the union lacks; every slot is in exactly
+// one of {ready rings, blocked, running, free list}, counters match. Returns 0
+// when all hold, else -1 with a reason in why. Takes every lock.
 int exec_check(struct executor *ex, char *why, size_t whylen);
 
 void exec_get_stats(struct executor *ex, struct exec_stats *st);
+
+// The halfword of state and flags (little-endian: state is the low byte).
+// EXEC_READY_WORD is a ready coroutine's (no flags), EXEC_RESIDENT_WORD the
+// resident's (see struct co_queue). exec_rotate_k takes both as arguments,
+// for a loop that keeps them in registers across its turns instead of forming
+// them on each (user/cops.c); exec_rotate is it with the constants.
+#define EXEC_READY_WORD ((uint16_t)CO_READY)
+#define EXEC_RESIDENT_WORD ((uint16_t)(CO_RUNNING | CO_RESIDENT << 8))
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "EXEC_READY_WORD");
+_Static_assert(offsetof(struct co, flags) == offsetof(struct co, state) + 1 &&
+               offsetof(struct co, state) % 2 == 0, "state and flags: one halfword");
+
+static inline __attribute__((always_inline)) void exec_set_word(struct co *c, uint64_t word) {
+  typedef uint16_t __attribute__((may_alias)) halfword;
+  *(halfword *)&c->state = (uint16_t)word;
+}
 
 // The round robin among equals, the common yield, inline so that the user
 // runtime's loop takes it without calling into the vDSO (it is also the
@@ -221,13 +261,15 @@ void exec_get_stats(struct executor *ex, struct exec_stats *st);
 // The caller must know that the executor has one lane: the user runtime
 // does, since it adds lanes itself (cops_alloc_cpu), and keeps l only while
 // there is one (its loop asks the same question of a queue it keeps for as
-// long as the answer can only depend on l->best). Then exec_rotate does
-// what exec_next_on(ex, 0, prev, CO_YIELD) would: prev goes to the tail of
-// that queue and its head runs; the queue stays non-empty, so no bitmap
-// changes. The caller excludes everything else that may use the executor,
-// as exec_lock1_* does (the user runtime: its loop's step, which its
-// interrupt handler stays out of; one lane means one thread there). Inline
-// code in user binaries fixes this layout: VDSO_VERSION (vdso.h) counts it.
+// long as the answer can only depend on l->best). Then, when prev is the
+// lane's resident (the flag: exec_next_on's own rotation, or this one, took
+// it), exec_rotate does what exec_next_on(ex, 0, prev, CO_YIELD) would: prev
+// becomes the tail where it is, and the head after it runs as the new
+// resident; the ring keeps its ready coroutines, so no bitmap changes. The
+// caller excludes everything else that may use the executor, as exec_lock1_*
+// does (the user runtime: its loop's step, which its interrupt handler stays
+// out of; one lane means one thread there). Inline code in user binaries
+// fixes this layout: VDSO_VERSION (vdso.h) counts it.
 static inline __attribute__((always_inline)) struct co_queue *
 exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
   struct co_queue *q = &l->ready[prev->prio];
@@ -241,36 +283,35 @@ exec_rotation_queue(struct exec_lane *l, const struct co *prev) {
   return q;
 }
 
-// EXEC_READY_WORD is the halfword of state and wake_pending for a ready
-// coroutine with no wake pending (little-endian: state is the low byte).
-// exec_rotate_k takes it and CO_RUNNING as arguments, for a loop that keeps
-// them in registers across its turns instead of forming them on each
-// (user/cops.c); exec_rotate is it with the constants.
-#define EXEC_READY_WORD ((uint16_t)CO_READY)
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "EXEC_READY_WORD");
-_Static_assert(offsetof(struct co, wake_pending) == offsetof(struct co, state) + 1 &&
-               offsetof(struct co, state) % 2 == 0, "state and wake_pending: one halfword");
-// prev is appended first and the head taken after, so that prev is dead
+// The resident prev becomes the tail of q, ready; it sits after the old tail
+// already, whose address becomes its prev (a resident keeps none). Its state
+// is stored first and the ring read after it: the user runtime's interrupt
+// handler tells the loop's rotation by the running coroutine's state
+// (user/cops.c, run_loop), and until that store it may still queue a
+// coroutine in this ring.
+static inline __attribute__((always_inline)) void exec_resident_ready(struct co_queue *q,
+                                                                      struct co *prev,
+                                                                      uint64_t ready_word) {
+  exec_set_word(prev, ready_word);
+  __asm__ volatile("" ::: "memory");
+  prev->prev = q->tail;
+  q->tail = prev;
+}
+
+// prev's stores come first and the head is loaded last, so that prev is dead
 // before c is loaded: a loop that turns c into the next prev may then keep
 // both in one register (no move per turn).
 static inline __attribute__((always_inline)) struct co *
-exec_rotate_k(struct co_queue *q, struct co *prev, uint64_t ready_word, uint64_t running) {
-  struct co *t = q->tail;
-  t->next = prev;
-  prev->prev = t;
-  prev->next = 0;
-  q->tail = prev;
-  typedef uint16_t __attribute__((may_alias)) halfword;
-  *(halfword *)&prev->state = (uint16_t)ready_word;
-  struct co *c = q->head;         // (loaded after the stores: when c was the only
-  q->head = c->next;              // one, c->next is prev now) not empty: prev is behind c
-  c->state = (uint8_t)running;
+exec_rotate_k(struct co_queue *q, struct co *prev, uint64_t ready_word, uint64_t resident_word) {
+  exec_resident_ready(q, prev, ready_word);
+  struct co *c = prev->next;   // the head: it stays where it is, after the new tail
+  exec_set_word(c, resident_word);
   return c;
 }
 
 static inline __attribute__((always_inline)) struct co *exec_rotate(struct co_queue *q,
                                                                     struct co *prev) {
-  return exec_rotate_k(q, prev, EXEC_READY_WORD, CO_RUNNING);
+  return exec_rotate_k(q, prev, EXEC_READY_WORD, EXEC_RESIDENT_WORD);
 }
 
 // Index of the lowest set bit of a non-zero word, without Zbb: isolate the lowest

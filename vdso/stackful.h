@@ -68,7 +68,9 @@ void stackful_trampoline(void);                                         // switc
 // both, and the coroutine's result travels in a1, not through memory (as
 // result - CO_YIELD: the common yield is 0, which the executor tests with one
 // branch, against a register it need not load with 1 first). s0 is the
-// frame pointer, which GCC does not let asm clobber, so it is saved explicitly.
+// frame pointer in code built with one (the kernel), which GCC does not let
+// asm clobber, so it is saved explicitly (in user code too, which has none:
+// one switch for both).
 // The side that switches away does not store its own resume address (that
 // would take an auipc and an addi to form it, and a store): its jump links
 // it into t2, and the side that resumes stores it, at its own resume point,

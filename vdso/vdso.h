@@ -13,10 +13,11 @@
 #include "ces.h"
 
 #define VDSO_MAGIC 0x4f53445643524f43ULL   // "CORCVDSO"
-#define VDSO_VERSION 5                 // 2: executor lanes (exec_*_on, exec_init_lanes), CES
+#define VDSO_VERSION 6                 // 2: executor lanes (exec_*_on, exec_init_lanes), CES
                                        // 3: the lane layout is shared (exec_rotate, inline)
                                        // 4: struct stackful: full-save contexts on the stack
                                        // 5: the CACS switch links into t2 (stackful.h, switch.S)
+                                       // 6: ready rings and the resident (executor.h)
 
 struct vdso_table {
   uint64_t magic;

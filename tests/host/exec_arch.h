@@ -15,7 +15,8 @@ static inline void exec_lock_release(volatile uint64_t *l, exec_irqstate_t s) {
   __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 // An executor with one lane takes its lock like any other here: the stress
-// test runs several threads on one lane.
+// test checks and wakes from one thread while another steps a one-lane
+// executor (one thread steps it, as in every environment).
 static inline exec_irqstate_t exec_lock1_acquire(volatile uint64_t *l) { return exec_lock_acquire(l); }
 static inline void exec_lock1_release(volatile uint64_t *l, exec_irqstate_t s) { exec_lock_release(l, s); }
 #endif

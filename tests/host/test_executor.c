@@ -32,6 +32,19 @@ static int drain(struct executor *ex, int limit) {
   return n;
 }
 
+// Spawn k recording coroutines with ids 0..k-1 at priority prio, each
+// returning result; their cids in cid (if not 0).
+static void spawn_recs(struct executor *ex, struct rec *r, cid_t *cid, int k, int *log, int *n,
+                       uint32_t prio, int result) {
+  for (int i = 0; i < k; i++) {
+    r[i] = (struct rec){ i, log, n, result };
+    int64_t id = exec_spawn(ex, rec_poll, &r[i], prio, CO_STACKLESS);
+    CHECK(id > 0);
+    if (cid)
+      cid[i] = (cid_t)id;
+  }
+}
+
 static void test_init_rejects_bad_args(void) {
   struct executor ex;
   CHECK_EQ(exec_init(&ex, 0, malloc, free), EXEC_EINVAL);
@@ -202,20 +215,18 @@ static void test_reprio(void) {
 }
 
 // The round robin among equals (a yield whose queue is the lane's best:
-// rotated in place), with wakes remembered while running, and reprio taking
-// coroutines out of the head, the middle and the tail of a queue (heads keep
-// no prev link): the order stays FIFO, and the lane's cached best queue
-// follows its bitmap (exec_check compares them).
+// rotated in place, the head taken as the resident), with wakes remembered
+// while running, and reprio taking coroutines out of the head (just after the
+// resident), the middle and the tail of a ring (heads keep no prev link): the
+// order stays FIFO, and the lane's cached best queue follows its bitmap
+// (exec_check compares them).
 static void test_rotate_and_unlink(void) {
   struct executor ex;
   exec_init(&ex, 8, malloc, free);
   int log[64], n = 0;
   struct rec r[5];
   cid_t cid[5];
-  for (int i = 0; i < 5; i++) {
-    r[i] = (struct rec){ i, log, &n, CO_YIELD };
-    cid[i] = (cid_t)exec_spawn(&ex, rec_poll, &r[i], 3, CO_STACKLESS);
-  }
+  spawn_recs(&ex, r, cid, 5, log, &n, 3, CO_YIELD);
   // Run 0 and 1 (each yields: rotated behind the rest); 1 is woken while it
   // runs, which a yield absorbs.
   struct co *c = exec_next(&ex, 0, 0);
@@ -227,6 +238,8 @@ static void test_rotate_and_unlink(void) {
   CHECK(c->arg == &r[2]);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   // The inline form (the user runtime's): 2 yields, 3 runs, 2 goes last.
+  // (2 is the resident: exec_next's rotation took it.)
+  CHECK_EQ(c->flags, CO_RESIDENT);
   struct co_queue *q = exec_rotation_queue((struct exec_lane *)ex.lanes, c);
   CHECK(q != 0);
   c = exec_rotate(q, c);
@@ -266,10 +279,9 @@ static void test_rotate_and_unlink(void) {
   exec_destroy(&ex);
 }
 
-// The inline rotation between two equals, where the queue holds one
-// coroutine, the head and the tail at once (the user runtime's ping-pong):
-// exec_rotate appends prev first and reads the head's next after, which is
-// then prev itself.
+// The inline rotation between two equals, where the ring holds one ready
+// coroutine, the head and the tail at once, and the resident (the user
+// runtime's ping-pong): the two swap roles and no link moves.
 static void test_rotate_two(void) {
   struct executor ex;
   exec_init(&ex, 8, malloc, free);
@@ -279,20 +291,195 @@ static void test_rotate_two(void) {
   exec_spawn(&ex, rec_poll, &b, 2, CO_STACKLESS);
   struct co *c = exec_next(&ex, 0, 0);
   CHECK(c->arg == &a);
+  CHECK_EQ(c->flags, 0);                      // a pop unlinks what it takes
+  c = exec_next(&ex, c, CO_YIELD);            // a linked as the tail, b the resident
+  CHECK(c->arg == &b);
+  CHECK_EQ(c->flags, CO_RESIDENT);
   struct co_queue *q = exec_rotation_queue((struct exec_lane *)ex.lanes, c);
   CHECK(q != 0);
   for (int i = 0; i < 5; i++) {
     struct co *prev = c;
     c = exec_rotate(q, prev);
-    CHECK(c->arg == (i % 2 ? (void *)&a : (void *)&b));
-    CHECK(q->head == prev && q->tail == prev && prev->next == 0);
+    CHECK(c->arg == (i % 2 ? (void *)&b : (void *)&a));
+    CHECK(q->tail == prev && prev->next == c && c->next == prev);
     CHECK_EQ(c->state, CO_RUNNING);
+    CHECK_EQ(c->flags, CO_RESIDENT);
     CHECK_EQ(prev->state, CO_READY);
+    CHECK_EQ(prev->flags, 0);
     CHECK(exec_check(&ex, why, sizeof why) == 0);
   }
-  c = exec_next(&ex, c, CO_DONE);
-  CHECK(c->arg == (void *)&a);
+  c = exec_next(&ex, c, CO_DONE);             // the resident ends: unlinked, b popped
+  CHECK(c->arg == (void *)&b);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
   CHECK(exec_next(&ex, c, CO_DONE) == 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_destroy(&ex);
+}
+
+// Step the executor with prev's result, check the invariants, and return
+// the next one's record id (-1: none).
+static struct co *step(struct executor *ex, struct co *prev, int res) {
+  struct co *c = exec_next(ex, prev, res);
+  CHECK(exec_check(ex, why, sizeof why) == 0);
+  return c;
+}
+static int id_of(const struct co *c) { return c ? ((struct rec *)c->arg)->id : -1; }
+
+// The resident leaves its ring when it blocks or ends, and comes back as any
+// blocked coroutine does; a coroutine woken while the resident runs goes
+// before it, as if the resident had been appended when it yielded (FIFO).
+static void test_resident_blocks_ends_and_order(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[16], n = 0;
+  struct rec r[4];
+  cid_t cid[4];
+  spawn_recs(&ex, r, cid, 4, log, &n, 3, CO_YIELD);
+  struct co *c = step(&ex, 0, 0);                 // 0 (popped)
+  c = step(&ex, c, CO_YIELD);                     // 1 resident; ring 2 3 0
+  CHECK_EQ(id_of(c), 1);
+  CHECK_EQ(c->flags, CO_RESIDENT);
+  c = step(&ex, c, CO_PENDING);                   // 1 blocks: unlinked; 2 popped
+  CHECK_EQ(id_of(c), 2);
+  CHECK_EQ(exec_lookup(&ex, cid[1])->state, CO_BLOCKED);
+  CHECK_EQ(exec_lookup(&ex, cid[1])->flags, 0);
+  c = step(&ex, c, CO_YIELD);                     // 2 appended; 3 resident; ring 0 2
+  CHECK_EQ(id_of(c), 3);
+  CHECK_EQ(exec_wake(&ex, cid[1]), 1);            // ring 0 2 1, before the resident
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_wake(&ex, cid[0]), 0);            // ready already: absorbed
+  c = step(&ex, c, CO_YIELD);                     // 3 the tail: 0 2 1 3
+  CHECK_EQ(id_of(c), 0);
+  c = step(&ex, c, CO_DONE);                      // the resident 0 ends; 2 popped
+  CHECK_EQ(id_of(c), 2);
+  c = step(&ex, c, CO_YIELD);                     // 1 resident; ring 3 2
+  CHECK_EQ(id_of(c), 1);
+  c = step(&ex, c, CO_YIELD);
+  CHECK_EQ(id_of(c), 3);
+  c = step(&ex, c, CO_YIELD);
+  CHECK_EQ(id_of(c), 2);
+  // The resident woken while it runs, then blocking: it is requeued where it
+  // is, the tail, and the others run first.
+  CHECK_EQ(exec_wake(&ex, cid[2]), 0);
+  CHECK_EQ(c->flags, CO_RESIDENT | CO_WAKE_PENDING);
+  c = step(&ex, c, CO_PENDING);
+  CHECK_EQ(id_of(c), 1);
+  c = step(&ex, c, CO_YIELD);
+  CHECK_EQ(id_of(c), 3);
+  c = step(&ex, c, CO_YIELD);
+  CHECK_EQ(id_of(c), 2);
+  n = 0;
+  for (int i = 0; i < 4; i++)
+    r[i].result = CO_DONE;
+  while (c)
+    c = step(&ex, c, c->poll(c->arg));
+  CHECK_EQ(n, 3);
+  CHECK_EQ(ex.st.live, 0);
+  exec_destroy(&ex);
+}
+
+// Priority changes while coroutines rotate: of the resident itself (it
+// leaves the ring and is queued at its new priority when it yields), and of
+// the ring's last ready coroutine (the resident may not stay alone: it is
+// unlinked too, and a later yield links it again as any running coroutine).
+static void test_reprio_while_rotating(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[16], n = 0;
+  struct rec r[3];
+  cid_t cid[3];
+  spawn_recs(&ex, r, cid, 3, log, &n, 4, CO_YIELD);
+  struct co *c = step(&ex, 0, 0);
+  c = step(&ex, c, CO_YIELD);                     // 1 resident; ring 2 0
+  CHECK_EQ(id_of(c), 1);
+  CHECK_EQ(exec_reprio(&ex, cid[1], 2), 0);       // the resident moves to 2
+  CHECK_EQ(c->flags, 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  c = step(&ex, c, CO_YIELD);                     // nothing else at 2: it goes on
+  CHECK_EQ(id_of(c), 1);
+  CHECK_EQ(exec_reprio(&ex, cid[1], 4), 0);
+  c = step(&ex, c, CO_YIELD);                     // back at 4: behind 2 0; 2 resident
+  CHECK_EQ(id_of(c), 2);
+  CHECK_EQ(c->flags, CO_RESIDENT);
+  CHECK_EQ(exec_reprio(&ex, cid[0], 6), 0);       // ring 1 (0 moved to 6)
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_reprio(&ex, cid[1], 6), 0);       // ring empty: the resident unlinked
+  CHECK_EQ(c->flags, 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_best_prio(&ex), 6);
+  CHECK_EQ(exec_reprio(&ex, cid[0], 4), 0);       // 0 back at 4, alone in its ring
+  c = step(&ex, c, CO_YIELD);                     // 2 linked behind 0; 0 resident
+  CHECK_EQ(id_of(c), 0);
+  CHECK_EQ(c->flags, CO_RESIDENT);
+  c = step(&ex, c, CO_YIELD);
+  CHECK_EQ(id_of(c), 2);
+  n = 0;
+  for (int i = 0; i < 3; i++)
+    r[i].result = CO_DONE;
+  while (c)
+    c = step(&ex, c, c->poll(c->arg));
+  int want[3] = { 2, 0, 1 };
+  CHECK_EQ(n, 3);
+  for (int i = 0; i < 3; i++)
+    CHECK_EQ(log[i], want[i]);
+  CHECK_EQ(ex.st.live, 0);
+  exec_destroy(&ex);
+}
+
+// exec_take_stackless called by a running resident (the kernel's switching
+// coroutines): it takes the head after the resident, never the resident, and
+// unlinks the resident when it takes the ring's last ready coroutine.
+static void test_take_stackless_beside_resident(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[16], n = 0;
+  struct rec r[3];
+  spawn_recs(&ex, r, 0, 3, log, &n, 5, CO_DONE);
+  struct co *c = step(&ex, 0, 0);
+  c = step(&ex, c, CO_YIELD);                     // 1 resident; ring 2 0
+  CHECK_EQ(id_of(c), 1);
+  struct co *t = exec_take_stackless(&ex, 0, 7);
+  CHECK_EQ(id_of(t), 2);
+  CHECK_EQ(c->flags, CO_RESIDENT);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_settle_one(&ex, t, t->poll(t->arg));
+  CHECK(exec_take_stackless(&ex, 0, 4) == 0);     // 0 is at 5: not good enough
+  t = exec_take_stackless(&ex, 0, 5);
+  CHECK_EQ(id_of(t), 0);
+  CHECK_EQ(c->flags, 0);                          // its ring's last: the resident unlinked
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK(exec_take_stackless(&ex, 0, 7) == 0);
+  exec_settle_one(&ex, t, t->poll(t->arg));
+  CHECK(step(&ex, c, CO_DONE) == 0);
+  CHECK_EQ(ex.st.live, 0);
+  exec_destroy(&ex);
+}
+
+// A second lane while a resident runs (the user runtime's alloc_cpu, called
+// by a coroutine): the several-lane steps know no residents, so it is
+// unlinked, and a steal takes the ready one, not the running one.
+static void test_set_lanes_drops_resident(void) {
+  struct executor ex;
+  exec_init(&ex, 8, malloc, free);
+  int log[8], n = 0;
+  struct rec a = { 1, log, &n, CO_YIELD }, b = { 2, log, &n, CO_DONE };
+  exec_spawn(&ex, rec_poll, &a, 2, CO_STACKLESS);
+  exec_spawn(&ex, rec_poll, &b, 2, CO_STACKLESS);
+  struct co *c = step(&ex, 0, 0);
+  c = step(&ex, c, CO_YIELD);                     // b resident, a ready
+  CHECK_EQ(id_of(c), 2);
+  CHECK_EQ(exec_set_lanes(&ex, 2), 0);
+  CHECK_EQ(c->flags, 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  struct co *e = exec_next_on(&ex, 1, 0, 0);      // lane 1 steals a
+  CHECK_EQ(id_of(e), 1);
+  CHECK(exec_next_on(&ex, 0, c, CO_YIELD) == c);  // nothing else at 2: b goes on
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  a.result = CO_DONE;
+  CHECK(exec_next_on(&ex, 1, e, CO_DONE) == 0);
+  CHECK(exec_next_on(&ex, 0, c, CO_DONE) == 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(ex.st.live, 0);
   exec_destroy(&ex);
 }
 
@@ -421,9 +608,14 @@ static void *stress_worker(void *arg) {
   return 0;
 }
 
-// nlanes 1: every worker shares lane 0; S_THREADS: one lane each, so they
-// steal from each other whenever a better coroutine waits in another lane.
+// nlanes 1: one worker, as every environment runs an executor with one lane
+// (one thread or hart steps it: its running coroutine may stay linked in its
+// ring, the lane's resident, and two loops would each have one), while this
+// thread checks, counts and wakes beside it; S_THREADS: one lane each, so
+// they steal from each other whenever a better coroutine waits in another
+// lane.
 static void stress_run(uint32_t nlanes) {
+  uint32_t nthreads = nlanes;
   struct executor ex;
   exec_init_lanes(&ex, 8, nlanes, malloc, free);
   st_g.ex = &ex;
@@ -439,7 +631,7 @@ static void stress_run(uint32_t nlanes) {
     st_g.cid[i] = (cid_t)exec_spawn_on(&ex, (uint32_t)i, stress_poll, &st_args[i], (uint32_t)(i % 8),
                                        CO_STACKLESS);
   pthread_t t[S_THREADS];
-  for (int i = 0; i < S_THREADS; i++)
+  for (uint32_t i = 0; i < nthreads; i++)
     pthread_create(&t[i], 0, stress_worker, (void *)(uintptr_t)i);
   int bad = 0;
   // Until every coroutine is done, with a safety net in time (60 s) that no
@@ -467,7 +659,7 @@ static void stress_run(uint32_t nlanes) {
     usleep(200);                  // let the workers run between two walks
   }
   st_g.done = 1;
-  for (int i = 0; i < S_THREADS; i++)
+  for (uint32_t i = 0; i < nthreads; i++)
     pthread_join(t[i], 0);
   if (bad)
     printf("  invariant: %s\n", why);
@@ -603,6 +795,10 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_reprio);
   RUN_TEST(test_rotate_and_unlink);
   RUN_TEST(test_rotate_two);
+  RUN_TEST(test_resident_blocks_ends_and_order);
+  RUN_TEST(test_reprio_while_rotating);
+  RUN_TEST(test_take_stackless_beside_resident);
+  RUN_TEST(test_set_lanes_drops_resident);
   RUN_TEST(test_one_lane_grows);
   RUN_TEST(test_ten_thousand_alive);
   RUN_TEST(test_ctz_soft);

@@ -168,6 +168,39 @@ KTEST(pingpong_no_lost_wakeup) {
   KCHECK_EQ(pp_turn, 2 * PINGPONG_ROUNDS);
 }
 
+// ---- a resident changing its own priority ----
+// On one lane, a coroutine that a rotation among equals took stays linked in
+// its priority's ring (the lane's resident: executor.h, struct co_queue).
+// kco_reprio_self must take it out of that ring, or the ring it was in and
+// the one of its new priority disagree with the bitmap (exec_check), and its
+// block unlinks it from a ring it is not in.
+static volatile uint32_t moved_steps;
+static volatile int moved_was_resident;
+
+static void reprio_mover(void *arg) {
+  (void)arg;
+  moved_was_resident = (this_hart()->cur->flags & CO_RESIDENT) != 0;
+  kco_reprio_self(KTEST_PRIO + 2);
+  __atomic_fetch_add(&moved_steps, 1, __ATOMIC_SEQ_CST);
+  kco_yield();                       // the test body, at KTEST_PRIO, is better now
+  __atomic_fetch_add(&moved_steps, 1, __ATOMIC_SEQ_CST);
+}
+
+KTEST(reprio_self_of_resident) {
+  ktest_hold_other_harts();
+  moved_steps = 0;
+  moved_was_resident = 0;
+  KREQUIRE(kco_spawn_stackful(reprio_mover, 0, KTEST_PRIO, 0) > 0);
+  kco_yield();                       // an equal waits: it runs, taken by the rotation
+  char why[96];
+  KCHECK(exec_check(&kexec, why, sizeof why) == 0);
+  KCHECK(ktest_wait_count(&moved_steps, 2, KTEST_PATIENCE_MS));
+  KCHECK(exec_check(&kexec, why, sizeof why) == 0);
+  if (!__atomic_load_n(&kexec.multi, __ATOMIC_RELAXED))
+    KCHECK_EQ(moved_was_resident, 1);   // (residents are a one-lane thing)
+  ktest_release_other_harts();
+}
+
 // ---- cids ----
 static volatile uint32_t quick_done;
 static int quick_poll(void *arg) {
