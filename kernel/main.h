@@ -9,8 +9,10 @@
 //                 user=PROG: beside PROG, which must not read the console)
 //   trace[=N]     the scheduler trace (kernel/trace.h) on from boot, N records
 //                 a hart, dumped on the console at poweroff; beside any job
-//   idle_poll_us=N  how long an idle hart polls before it halts (default 200
-//                 on several harts; 0: halt at once); beside any job
+//   idle_poll_us=N  how long an idle hart polls before it halts (default 0:
+//                 at once); beside any job
+//   idle_tick=1   idle harts keep their periodic tick (by default they sleep
+//                 without one: kernel/timer.c); beside any job
 //   nofile=N      descriptors a process may hold (default NOFILE, at most
 //                 NOFILE_MAX, kernel/abi.h); beside any job
 //   (otherwise)   init, which runs the shell on the console
