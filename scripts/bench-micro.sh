@@ -328,8 +328,10 @@ full=$(value yield_resume_fullsave)
   the thread's N state and page table leaving the hart: those two changes
   had saved about 240.)
   Its worker record comes from a per-hart cache taken and given back with one
-  atomic operation each (no lock round), and is filled field by field (the
-  call's arguments copied once). The handler's `SYS_uintr_ret` trap reads a0
+  atomic operation each (no lock round), and only the park's side of it is
+  filled (`syswork_park_read`: the thread, process, cid, file, slot and the
+  reader's buffer; about 110 instructions fewer than `syswork_start`'s full
+  record, which a call that becomes a coroutine still gets). The handler's `SYS_uintr_ret` trap reads a0
   and a7 from the popped frame with one translation and two loads and clears
   USIP with `nm_clear_usip` (the model's `csrc uip, USIP` without the general
   CSR path): about 190 instructions less than a 64-byte copyin and the CSR
