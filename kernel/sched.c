@@ -52,7 +52,7 @@ static void kick_lane(uint32_t lane) {
   struct hart *h = this_hart();
   if (h->idling || lane == h->index)
     return;
-  uint64_t self = 1ULL << this_hart()->index;
+  uint64_t self = 1ULL << h->index;
   for (;;) {
     uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~self;
     if (!idle)

@@ -312,8 +312,12 @@ void syswork_unpark(struct thread *t, struct sysargs *sa) {
 // ownership: whoever swaps it for 0 -- a writer (claim, under the pipe's
 // lock) or exit -- completes the call; a writer that loses leaves it parked,
 // and exit takes it off the pipe under that lock.
+static struct worker *parked_worker(struct pipe_reader *r) {
+  return (struct worker *)(void *)((char *)r - offsetof(struct worker, pr));
+}
+
 static int apark_claim(struct pipe_reader *r) {
-  struct worker *w = (struct worker *)(void *)((char *)r - offsetof(struct worker, pr)), *expect = w;
+  struct worker *w = parked_worker(r), *expect = w;
   return __atomic_compare_exchange_n(&w->p->apark[w->park_slot], &expect, 0, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
@@ -324,7 +328,7 @@ static void apark_free_slot(struct worker *w) {
 
 // A writer (or the last close, or exit) completed the read: deliver it.
 static void apark_done(struct pipe_reader *r) {
-  struct worker *w = (struct worker *)(void *)((char *)r - offsetof(struct worker, pr));
+  struct worker *w = parked_worker(r);
   long result = r->result;
   apark_free_slot(w);
   TRACE_THREAD(TR_COMPLETE, w->t, w->cid, result);
@@ -337,7 +341,7 @@ int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, ci
   if (!w)
     return -ENOMEM;
   // Only what the park side uses (the record never becomes a coroutine):
-  // syswork_start's full set of fields cost about 90 instructions more.
+  // syswork_start's full set of fields cost about 100 instructions more.
   // (Stored first, and read back from w below, so that few values have to
   // live across the calls.)
   struct proc *p = t->proc;
