@@ -29,6 +29,11 @@ struct hart {
   uint64_t next_tick;
   // counters shown by the console's `stats` and read by tests
   uint64_t ticks, irq_timer, irq_soft, irq_ext, idle_wfi, dispatches;
+  // Timer interrupts taken more than 1 ms after the deadline they were
+  // programmed for, and the latest: interrupts held masked that long, or, on
+  // an emulator, a vCPU (or the host thread that raises its timer) that did
+  // not run. A tail that grows with these is not the scheduler's.
+  uint64_t timer_late, timer_late_max_us;
   int idling;                   // in idle_wait: an interrupt here finds nothing else to do
   uint64_t wakes_here;          // kco_wake's wake-affine moves to this hart's lane
 };

@@ -292,9 +292,9 @@ static void print_stats(stats_out_fn *out) {
   for (uint32_t i = 0; i < nharts_online; i++) {
     struct hart *h = &harts[i];
     out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu, "
-        "wakes here %lu\n",
+        "wakes here %lu, timer irqs late %lu (latest %lu us)\n",
         i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi,
-        h->wakes_here);
+        h->wakes_here, h->timer_late, h->timer_late_max_us);
   }
 }
 STATS_SOURCE(10, "sched", print_stats);
