@@ -19,6 +19,10 @@ OUT=${OUT:-docs/results/smp-matrixd.md}
 MODELS=${MODELS:-kcuc kcuc/t1 kcut ktut ktuc ktuc/t1}
 SIZES=${SIZES:-15 32}
 DURATION_S=${DURATION_S:-5}
+# Boots per point: each figure in the table is the median of ROUNDS boots,
+# the one-hart and two-hart boots of a row alternating (one boot's light-load
+# p99 on this host can be ten times the next one's).
+ROUNDS=${ROUNDS:-3}
 MCLIENT=$BUILD/host/mclient
 # Named threads ("CPU 0/TCG", ...), so that qemu_ticks can tell them apart.
 export QEMU_EXTRA="${QEMU_EXTRA:-} -name coral,debug-threads=on"
@@ -31,6 +35,8 @@ if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIE
 fi
 
 field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
+# The median of a list of numbers ("" if none; of an even count, the lower middle).
+median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 
 # Ticks of the whole host so far: "busy total" (every core, from /proc/stat).
 host_ticks() {
@@ -58,7 +64,7 @@ qemu_ticks() {
 
 rows=()
 status=0
-total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$SIZES") * 2 ))
+total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$SIZES") * 2 * ROUNDS ))
 done_points=0
 start=$SECONDS
 hz=$(getconf CLK_TCK)
@@ -71,39 +77,49 @@ for spec in $MODELS; do
   fi
   for n in $SIZES; do
     declare -A rps=() p99=() mainpct=() vcpupct=() hostpct=()
-    for smp in 1 2; do
-      done_points=$((done_points + 1))
-      echo "bench-smp-net: [$done_points/$total] ${model^^}$tname n=$n on $smp hart(s) ($((SECONDS - start)) s so far)" >&2
-      log=$DIR/${spec//\//_}_n${n}_smp$smp.log
-      if ! boot_matrixd "$log" "$smp" "user=matrixd,-m,$model,-q$targs"; then
-        echo "bench-smp-net: matrixd ($model) did not start; see $log" >&2
+    for round in $(seq 1 "$ROUNDS"); do
+      for smp in 1 2; do
+        done_points=$((done_points + 1))
+        echo "bench-smp-net: [$done_points/$total] ${model^^}$tname n=$n on $smp hart(s) ($((SECONDS - start)) s so far)" >&2
+        log=$DIR/${spec//\//_}_n${n}_smp${smp}_$round.log
+        if ! boot_matrixd "$log" "$smp" "user=matrixd,-m,$model,-q$targs"; then
+          echo "bench-smp-net: matrixd ($model) did not start; see $log" >&2
+          halt_qemu
+          status=1
+          continue
+        fi
+        qpid=$(pgrep -P "$QPID" | head -1)
+        # Closed loop, with the host CPU of QEMU's threads over the run.
+        before=$(qemu_ticks "$qpid")
+        hbefore=$(host_ticks)
+        t0=$(date +%s.%N)
+        out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 128 -i 0 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
+        t1=$(date +%s.%N)
+        after=$(qemu_ticks "$qpid")
+        hafter=$(host_ticks)
+        rps[$smp]+="$(field rps "$out") "
+        read -r hb0 ht0 <<< "$hbefore"
+        read -r hb1 ht1 <<< "$hafter"
+        hostpct[$smp]+="$(awk -v b=$((hb1 - hb0)) -v t=$((ht1 - ht0)) 'BEGIN { if (t > 0) printf "%.0f", 100 * b / t }') "
+        read -r m0 v0 <<< "$before"
+        read -r m1 v1 <<< "$after"
+        # Percent of one host core over the client's whole run (set-up included).
+        mainpct[$smp]+="$(awk -v d=$((m1 - m0)) -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 100 * d / hz / (b - a) }') "
+        vcpupct[$smp]+="$(awk -v d=$((v1 - v0)) -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 100 * d / hz / (b - a) }') "
+        # Let the closed loop's connections drain before the light load.
+        sleep 2
+        out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 64 -i 100 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
+        p99[$smp]+="$(field p99_us "$out") "
         halt_qemu
-        status=1
-        continue
-      fi
-      qpid=$(pgrep -P "$QPID" | head -1)
-      # Closed loop, with the host CPU of QEMU's threads over the run.
-      before=$(qemu_ticks "$qpid")
-      hbefore=$(host_ticks)
-      t0=$(date +%s.%N)
-      out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 128 -i 0 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
-      t1=$(date +%s.%N)
-      after=$(qemu_ticks "$qpid")
-      hafter=$(host_ticks)
-      rps[$smp]=$(field rps "$out")
-      read -r hb0 ht0 <<< "$hbefore"
-      read -r hb1 ht1 <<< "$hafter"
-      hostpct[$smp]=$(awk -v b=$((hb1 - hb0)) -v t=$((ht1 - ht0)) 'BEGIN { if (t > 0) printf "%.0f", 100 * b / t; else print "n/a" }')
-      read -r m0 v0 <<< "$before"
-      read -r m1 v1 <<< "$after"
-      # Percent of one host core over the client's whole run (set-up included).
-      mainpct[$smp]=$(awk -v d=$((m1 - m0)) -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 100 * d / hz / (b - a) }')
-      vcpupct[$smp]=$(awk -v d=$((v1 - v0)) -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 100 * d / hz / (b - a) }')
-      # Let the closed loop's connections drain before the light load.
-      sleep 2
-      out=$(timeout 300 "$MCLIENT" -p "$PORT" -c 64 -i 100 -d "$DURATION_S" -n "$n" 2>&1 | grep "^mclient: " | tail -1)
-      p99[$smp]=$(field p99_us "$out")
-      halt_qemu
+      done
+    done
+    # Each figure: the median of the row's boots (ROUNDS of them).
+    for smp in 1 2; do
+      for v in rps p99 mainpct vcpupct hostpct; do
+        declare -n list=$v
+        list[$smp]=$(median "${list[$smp]:-}")
+        unset -n list
+      done
       echo "BENCH name=smp_${spec//\//_}_n${n}_smp${smp}_rps value=${rps[$smp]:-0} unit=req/s"
       echo "BENCH name=smp_${spec//\//_}_n${n}_smp${smp}_light_p99_us value=${p99[$smp]:-0} unit=us"
     done
@@ -126,8 +142,8 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo "Produced by \`scripts/bench-smp-net.sh\` (part of \`make bench-smp\`) on $(date -u +%F):"
   echo "QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'), machine virt, 256 MiB, TCG with"
   echo "one host thread per vCPU (no \`-icount\`: wall-clock time), virtio-net on QEMU's user"
-  echo "network; host: $(nproc) cores, ${cpu:-unknown}. Each point is one boot; the \`-smp 1\`"
-  echo "and \`-smp 2\` points of a row run back to back. Closed loop: 128 connections, each"
+  echo "network; host: $(nproc) cores, ${cpu:-unknown}. Each figure is the median of $ROUNDS"
+  echo "boots, the \`-smp 1\` and \`-smp 2\` boots of a row alternating. Closed loop: 128 connections, each"
   echo "sending its next n x n matrix as soon as the answer to the last arrives, for"
   echo "${DURATION_S} s. Light load: 64 connections, one matrix every 100 ms each."
   echo
