@@ -158,12 +158,13 @@ static void unlink_reader(struct pipe *pi, struct pipe_reader *r) {
 }
 
 // (lock held) Give the buffered bytes (then, if eof, the end of file) to the
-// parked reads that claim() lets this side complete; they go on *done (to
-// be done() once the lock is released).
+// parked reads this side claims (file.h); they go on *done (to be done()
+// once the lock is released).
 static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done) {
   for (struct pipe_reader *r = pi->parked, *next; r && (eof || pi->nwrite != pi->nread); r = next) {
     next = r->next;
-    if (!r->claim(r))
+    struct worker *mine = r->mine;
+    if (!__atomic_compare_exchange_n(r->owner, &mine, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
       continue;                  // its owner takes it off (pipe_unpark_reader)
     unlink_reader(pi, r);
     r->result = pi->nwrite != pi->nread ? pipe_take(pi, r->pt, r->uva, r->n) : 0;

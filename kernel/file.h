@@ -14,6 +14,7 @@ enum file_type { F_CONSOLE = 1, F_PIPE_READ, F_PIPE_WRITE, F_SOCKET };
 
 struct pipe;
 struct socket;
+struct worker;
 
 // Transfers move at most this many bytes per copy (a kernel bounce buffer); a
 // transfer no longer than this, within one page, is one copy, checked before
@@ -35,10 +36,12 @@ int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
 
 // An async read parked on a pipe (kernel/syswork.c): a writer hands it bytes
 // straight into its buffer, and a close of the last write end its end of
-// file, with no coroutine to wake. Under the pipe's lock the pipe asks
-// claim() whether it may complete the read (the caller's ownership rule);
+// file, with no coroutine to wake. Under the pipe's lock the pipe claims
+// the read by swapping *owner from `mine` to 0 (the caller's ownership rule:
+// whoever swaps it completes the read; a pipe that loses leaves it parked);
 // after the lock is released it calls done() with `result` set (bytes, 0 at
-// end of file, or -EFAULT).
+// end of file, or -EFAULT). (A word to swap rather than a claim() to call:
+// the call cost the async round trip 16 instructions.)
 struct pipe_reader {
   struct pipe_reader *next, *prev;   // on the pipe's parked list, FIFO
   int linked;
@@ -46,7 +49,8 @@ struct pipe_reader {
   uint64_t uva;
   long n;
   long result;
-  int (*claim)(struct pipe_reader *r);
+  struct worker **owner;        // the ownership word, and its value while parked
+  struct worker *mine;          // (kernel/syswork.c's record: its only user)
   void (*done)(struct pipe_reader *r);
 };
 // f is a pipe's read end (that looked empty): park r, or, if bytes or the
@@ -56,7 +60,7 @@ int pipe_park_reader(struct file *f, struct pipe_reader *r);
 // A glance without the lock: nothing buffered and a writer left (a read would
 // wait). Only a hint: pipe_park_reader decides under the lock.
 int pipe_looks_empty(struct file *f);
-// Take r off f's pipe if it is still parked (exit; r is the caller's by claim's rule).
+// Take r off f's pipe if it is still parked (exit; r is the caller's by the owner word's rule).
 void pipe_unpark_reader(struct file *f, struct pipe_reader *r);
 // The queue a transfer that returned -EAGAIN waits on (its event: data or
 // space in a pipe), or 0 if the file cannot name one (the console).

@@ -310,17 +310,12 @@ void syswork_unpark(struct thread *t, struct sysargs *sa) {
 // Exit must be able to end such a call, which has no coroutine to wake: the
 // process keeps its parked reads in slots (p->apark; a call that finds none
 // free becomes a coroutine as before). The slot's pointer is the call's
-// ownership: whoever swaps it for 0 -- a writer (claim, under the pipe's
-// lock) or exit -- completes the call; a writer that loses leaves it parked,
-// and exit takes it off the pipe under that lock.
+// ownership (the pipe_reader's owner word): whoever swaps it for 0 -- a
+// writer (under the pipe's lock) or exit -- completes the call; a writer
+// that loses leaves it parked, and exit takes it off the pipe under that
+// lock.
 static struct worker *parked_worker(struct pipe_reader *r) {
   return (struct worker *)(void *)((char *)r - offsetof(struct worker, pr));
-}
-
-static int apark_claim(struct pipe_reader *r) {
-  struct worker *w = parked_worker(r), *expect = w;
-  return __atomic_compare_exchange_n(&w->p->apark[w->park_slot], &expect, 0, 0,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 static void apark_free_slot(struct worker *w) {
@@ -353,7 +348,7 @@ int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, ci
   w->pr.pt = p->pagetable;
   w->pr.uva = uva;
   w->pr.n = n;
-  w->pr.claim = apark_claim;
+  w->pr.mine = w;
   w->pr.done = apark_done;
   uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
   uint32_t slot;
@@ -366,6 +361,7 @@ int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, ci
   } while (!__atomic_compare_exchange_n(&p->apark_used, &used, used | 1ULL << slot, 1,
                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
   w->park_slot = slot;
+  w->pr.owner = &p->apark[slot];
   proc_async_start(p);
   // (before the park: from then on the call may complete, and t even exit,
   // on another hart)
