@@ -112,8 +112,9 @@ static long pipe_span(uint64_t pos, long m) {
 }
 
 // (lock held, bytes buffered) Move up to n of them to the user's buffer:
-// how many, or -EFAULT with nothing moved.
-static long pipe_take(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
+// how many, or -EFAULT with nothing moved. (Inline: in a parked read's feed
+// the call cost 8 instructions.)
+static inline __attribute__((always_inline)) long pipe_take(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   uint64_t avail = pi->nwrite - pi->nread;
   long m = (long)avail < n ? (long)avail : n;
   if (m > CHUNK)
