@@ -120,7 +120,9 @@ static __attribute__((noinline)) int copy_user_pages(pte_t *root, uint64_t uva, 
   return 0;
 }
 
-static int copy_user(pte_t *root, uint64_t uva, char *kbuf, size_t len, int to_user) {
+// (inline: copyout and copyin are each a copy_user, not a call to it)
+static inline __attribute__((always_inline)) int copy_user(pte_t *root, uint64_t uva, char *kbuf,
+                                                          size_t len, int to_user) {
   if (uva + len < uva || uva + len > USER_VA_END)
     return -EFAULT;
   // Within one page, the common case (a pipe's byte, a small struct): one
