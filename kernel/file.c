@@ -41,11 +41,6 @@ struct file *file_socket(struct socket *s) {
 
 struct file *file_console(void) { return file_new(F_CONSOLE, 0); }
 
-struct file *file_dup(struct file *f) {
-  __atomic_fetch_add(&f->ref, 1, __ATOMIC_RELAXED);
-  return f;
-}
-
 void file_close(struct file *f) {
   int last = __atomic_sub_fetch(&f->ref, 1, __ATOMIC_ACQ_REL) == 0;
   if (!last)

@@ -30,7 +30,12 @@ struct file {
 };
 
 struct file *file_console(void);              // a new reference to the console
-struct file *file_dup(struct file *f);
+// Another reference to f. (Inline: an async read of a pipe that parks takes
+// one, and the call cost its round trip 10 instructions.)
+static inline struct file *file_dup(struct file *f) {
+  __atomic_fetch_add(&f->ref, 1, __ATOMIC_RELAXED);
+  return f;
+}
 void file_close(struct file *f);
 int pipe_create(struct file **rd, struct file **wr);   // 0 or -ENOMEM
 
