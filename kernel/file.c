@@ -10,13 +10,14 @@
 #include "socket.h"
 
 struct pipe {
+  struct pipe_counts c;         // first: pipe_looks_empty (file.h) reads it through f->pipe
   struct spinlock lock;
   char buf[PIPE_SIZE];
-  uint64_t nread, nwrite;       // total bytes read / written; nwrite - nread is in the buffer
-  int readers, writers;         // open ends
   struct waitq can_read, can_write;
   struct pipe_reader *parked, *parked_tail;   // async reads fed by writers (file.h)
 };
+
+_Static_assert(offsetof(struct pipe, c) == 0, "pipe_looks_empty reads a pipe as its counts");
 
 static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done);
 static void finish_parked(struct pipe_reader *r);
@@ -52,12 +53,12 @@ void file_close(struct file *f) {
   if (pi) {
     spin_lock(&pi->lock);
     if (f->type == F_PIPE_READ)
-      pi->readers--;
+      pi->c.readers--;
     else
-      pi->writers--;
-    if (pi->writers == 0 && pi->parked)
+      pi->c.writers--;
+    if (pi->c.writers == 0 && pi->parked)
       feed_parked(pi, 1, &fed);  // end of file for the parked reads
-    int gone = pi->readers == 0 && pi->writers == 0;
+    int gone = pi->c.readers == 0 && pi->c.writers == 0;
     spin_unlock(&pi->lock);
     // The other side may be waiting for data or space that will never come.
     waitq_wake_all(&pi->can_read);
@@ -76,7 +77,7 @@ int pipe_create(struct file **rd, struct file **wr) {
   spin_init(&pi->lock, "pipe");
   waitq_init(&pi->can_read, "pipe-read");
   waitq_init(&pi->can_write, "pipe-write");
-  pi->readers = pi->writers = 1;
+  pi->c.readers = pi->c.writers = 1;
   *rd = file_new(F_PIPE_READ, pi);
   *wr = file_new(F_PIPE_WRITE, pi);
   if (!*rd || !*wr) {
@@ -110,16 +111,16 @@ static long pipe_span(uint64_t pos, long m) {
 // how many, or -EFAULT with nothing moved. (Inline: in a parked read's feed
 // the call cost 8 instructions.)
 static inline __attribute__((always_inline)) long pipe_take(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
-  uint64_t avail = pi->nwrite - pi->nread;
+  uint64_t avail = pi->c.nwrite - pi->c.nread;
   long m = (long)avail < n ? (long)avail : n;
   if (m > CHUNK)
     m = CHUNK;
-  long first = pipe_span(pi->nread, m);
-  int bad = copyout(pt, uva, &pi->buf[pi->nread % PIPE_SIZE], (size_t)first) < 0 ||
+  long first = pipe_span(pi->c.nread, m);
+  int bad = copyout(pt, uva, &pi->buf[pi->c.nread % PIPE_SIZE], (size_t)first) < 0 ||
             (m > first && copyout(pt, uva + (uint64_t)first, pi->buf, (size_t)(m - first)) < 0);
   if (bad)
     return -EFAULT;
-  pi->nread += (uint64_t)m;      // (concurrent readers get whole chunks each)
+  pi->c.nread += (uint64_t)m;    // (concurrent readers get whole chunks each)
   return m;
 }
 
@@ -131,8 +132,8 @@ static __attribute__((noinline)) long pipe_take_call(struct pipe *pi, pte_t *pt,
 
 static long pipe_read_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   spin_lock(&pi->lock);
-  if (pi->nwrite == pi->nread) {
-    int eof = pi->writers == 0;
+  if (pi->c.nwrite == pi->c.nread) {
+    int eof = pi->c.writers == 0;
     spin_unlock(&pi->lock);
     return eof ? -EPIPE : 0;     // -EPIPE here means "end of file" to the caller
   }
@@ -163,13 +164,13 @@ static void unlink_reader(struct pipe *pi, struct pipe_reader *r) {
 // parked reads this side claims (file.h); they go on *done (to be done()
 // once the lock is released).
 static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done) {
-  for (struct pipe_reader *r = pi->parked, *next; r && (eof || pi->nwrite != pi->nread); r = next) {
+  for (struct pipe_reader *r = pi->parked, *next; r && (eof || pi->c.nwrite != pi->c.nread); r = next) {
     next = r->next;
     struct worker *mine = r->mine;
     if (!__atomic_compare_exchange_n(r->owner, &mine, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
       continue;                  // its owner takes it off (pipe_unpark_reader)
     unlink_reader(pi, r);
-    r->result = pi->nwrite != pi->nread ? pipe_take(pi, r->pt, r->uva, r->n) : 0;
+    r->result = pi->c.nwrite != pi->c.nread ? pipe_take(pi, r->pt, r->uva, r->n) : 0;
     r->next = *done;
     *done = r;
   }
@@ -185,7 +186,7 @@ static void finish_parked(struct pipe_reader *r) {
 int pipe_park_reader(struct file *f, struct pipe_reader *r) {
   struct pipe *pi = f->pipe;
   spin_lock(&pi->lock);
-  int park = pi->nwrite == pi->nread && pi->writers > 0;
+  int park = pi->c.nwrite == pi->c.nread && pi->c.writers > 0;
   if (park) {
     r->next = 0;
     r->prev = pi->parked_tail;
@@ -196,18 +197,12 @@ int pipe_park_reader(struct file *f, struct pipe_reader *r) {
     pi->parked_tail = r;
     r->linked = 1;
   } else {                       // bytes or the end of file came meanwhile: read now
-    r->result = pi->nwrite != pi->nread ? pipe_take_call(pi, r->pt, r->uva, r->n) : 0;
+    r->result = pi->c.nwrite != pi->c.nread ? pipe_take_call(pi, r->pt, r->uva, r->n) : 0;
   }
   spin_unlock(&pi->lock);
   if (!park && r->result > 0)
     waitq_wake_all(&pi->can_write);
   return park;
-}
-
-int pipe_looks_empty(struct file *f) {
-  struct pipe *pi = f->pipe;
-  return __atomic_load_n(&pi->nwrite, __ATOMIC_RELAXED) == __atomic_load_n(&pi->nread, __ATOMIC_RELAXED) &&
-         __atomic_load_n(&pi->writers, __ATOMIC_RELAXED) > 0;
 }
 
 void pipe_unpark_reader(struct file *f, struct pipe_reader *r) {
@@ -221,19 +216,19 @@ void pipe_unpark_reader(struct file *f, struct pipe_reader *r) {
 static long pipe_write_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   long m = n < CHUNK ? n : CHUNK;
   spin_lock(&pi->lock);
-  if (pi->readers == 0) {
+  if (pi->c.readers == 0) {
     spin_unlock(&pi->lock);
     return -EPIPE;
   }
-  uint64_t space = PIPE_SIZE - (pi->nwrite - pi->nread);
+  uint64_t space = PIPE_SIZE - (pi->c.nwrite - pi->c.nread);
   if ((uint64_t)m > space)
     m = (long)space;
-  long first = pipe_span(pi->nwrite, m);
-  int bad = m > 0 && (copyin(pt, &pi->buf[pi->nwrite % PIPE_SIZE], uva, (size_t)first) < 0 ||
+  long first = pipe_span(pi->c.nwrite, m);
+  int bad = m > 0 && (copyin(pt, &pi->buf[pi->c.nwrite % PIPE_SIZE], uva, (size_t)first) < 0 ||
                       (m > first && copyin(pt, pi->buf, uva + (uint64_t)first, (size_t)(m - first)) < 0));
   struct pipe_reader *fed = 0;
   if (!bad) {
-    pi->nwrite += (uint64_t)m;   // (bytes past nwrite are not data until this)
+    pi->c.nwrite += (uint64_t)m; // (bytes past nwrite are not data until this)
     if (pi->parked)
       feed_parked(pi, 0, &fed);
   }
@@ -255,7 +250,7 @@ static long pipe_read(struct pipe *pi, pte_t *pt, uint64_t uva, long n, int may_
       break;
     if (!may_block)
       return -EAGAIN;
-    KCO_WAIT_UNTIL(&pi->can_read, (killed && *killed) || pi->nwrite != pi->nread || pi->writers == 0);
+    KCO_WAIT_UNTIL(&pi->can_read, (killed && *killed) || pi->c.nwrite != pi->c.nread || pi->c.writers == 0);
     if (killed && *killed)
       return -EINTR;
   }
@@ -275,8 +270,8 @@ static long pipe_write(struct pipe *pi, pte_t *pt, uint64_t uva, long n, int may
     }
     if (!may_block)
       return done ? done : -EAGAIN;
-    KCO_WAIT_UNTIL(&pi->can_write, (killed && *killed) || pi->readers == 0 ||
-                                       pi->nwrite - pi->nread < PIPE_SIZE);
+    KCO_WAIT_UNTIL(&pi->can_write, (killed && *killed) || pi->c.readers == 0 ||
+                                       pi->c.nwrite - pi->c.nread < PIPE_SIZE);
     if (killed && *killed)
       return done ? done : -EINTR;
   }
@@ -334,12 +329,12 @@ int file_wait_may_be_over(struct file *f, struct waitq *q) {
   struct pipe *pi = f->pipe;
   if (!pi)
     return 1;
-  uint64_t nread = __atomic_load_n(&pi->nread, __ATOMIC_RELAXED);
-  uint64_t nwrite = __atomic_load_n(&pi->nwrite, __ATOMIC_RELAXED);
+  uint64_t nread = __atomic_load_n(&pi->c.nread, __ATOMIC_RELAXED);
+  uint64_t nwrite = __atomic_load_n(&pi->c.nwrite, __ATOMIC_RELAXED);
   if (q == &pi->can_read)
-    return nwrite != nread || __atomic_load_n(&pi->writers, __ATOMIC_RELAXED) == 0;
+    return nwrite != nread || __atomic_load_n(&pi->c.writers, __ATOMIC_RELAXED) == 0;
   if (q == &pi->can_write)
-    return nwrite - nread < PIPE_SIZE || __atomic_load_n(&pi->readers, __ATOMIC_RELAXED) == 0;
+    return nwrite - nread < PIPE_SIZE || __atomic_load_n(&pi->c.readers, __ATOMIC_RELAXED) == 0;
   return 1;
 }
 
