@@ -107,6 +107,18 @@ static long pipe_span(uint64_t pos, long m) {
   return m < first ? m : first;
 }
 
+// pipe_take's bytes [nread, nread + m) wrap around the buffer's end: two
+// copies. (Out of line: the values the second copy keeps live cost the
+// common single copy saved registers.)
+static __attribute__((noinline)) long pipe_take_wrapped(struct pipe *pi, pte_t *pt, uint64_t uva,
+                                                        long m, long first) {
+  if (copyout(pt, uva, &pi->buf[pi->c.nread % PIPE_SIZE], (size_t)first) < 0 ||
+      copyout(pt, uva + (uint64_t)first, pi->buf, (size_t)(m - first)) < 0)
+    return -EFAULT;
+  pi->c.nread += (uint64_t)m;    // (concurrent readers get whole chunks each)
+  return m;
+}
+
 // (lock held, bytes buffered) Move up to n of them to the user's buffer:
 // how many, or -EFAULT with nothing moved. (Inline: in a parked read's feed
 // the call cost 8 instructions.)
@@ -116,11 +128,11 @@ static inline __attribute__((always_inline)) long pipe_take(struct pipe *pi, pte
   if (m > CHUNK)
     m = CHUNK;
   long first = pipe_span(pi->c.nread, m);
-  int bad = copyout(pt, uva, &pi->buf[pi->c.nread % PIPE_SIZE], (size_t)first) < 0 ||
-            (m > first && copyout(pt, uva + (uint64_t)first, pi->buf, (size_t)(m - first)) < 0);
-  if (bad)
+  if (m > first)
+    return pipe_take_wrapped(pi, pt, uva, m, first);
+  if (copyout(pt, uva, &pi->buf[pi->c.nread % PIPE_SIZE], (size_t)m) < 0)
     return -EFAULT;
-  pi->c.nread += (uint64_t)m;    // (concurrent readers get whole chunks each)
+  pi->c.nread += (uint64_t)m;
   return m;
 }
 
