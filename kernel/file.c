@@ -10,14 +10,13 @@
 #include "socket.h"
 
 struct pipe {
-  struct pipe_counts c;         // first: pipe_looks_empty (file.h) reads it through f->pipe
-  struct spinlock lock;
+  struct pipe_head h;           // first: pipe_looks_empty (file.h) reads it through f->pipe
   char buf[PIPE_SIZE];
   struct waitq can_read, can_write;
   struct pipe_reader *parked, *parked_tail;   // async reads fed by writers (file.h)
 };
 
-_Static_assert(offsetof(struct pipe, c) == 0, "pipe_looks_empty reads a pipe as its counts");
+_Static_assert(offsetof(struct pipe, h) == 0, "pipe_looks_empty reads a pipe as its head");
 
 static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done);
 static void finish_parked(struct pipe_reader *r);
@@ -51,15 +50,15 @@ void file_close(struct file *f) {
   struct pipe *pi = f->pipe;
   struct pipe_reader *fed = 0;
   if (pi) {
-    spin_lock(&pi->lock);
+    spin_lock(&pi->h.lock);
     if (f->type == F_PIPE_READ)
-      pi->c.readers--;
+      pi->h.readers--;
     else
-      pi->c.writers--;
-    if (pi->c.writers == 0 && pi->parked)
+      pi->h.writers--;
+    if (pi->h.writers == 0 && pi->parked)
       feed_parked(pi, 1, &fed);  // end of file for the parked reads
-    int gone = pi->c.readers == 0 && pi->c.writers == 0;
-    spin_unlock(&pi->lock);
+    int gone = pi->h.readers == 0 && pi->h.writers == 0;
+    spin_unlock(&pi->h.lock);
     // The other side may be waiting for data or space that will never come.
     waitq_wake_all(&pi->can_read);
     waitq_wake_all(&pi->can_write);
@@ -74,10 +73,10 @@ int pipe_create(struct file **rd, struct file **wr) {
   struct pipe *pi = kzalloc(sizeof *pi);
   if (!pi)
     return -ENOMEM;
-  spin_init(&pi->lock, "pipe");
+  spin_init(&pi->h.lock, "pipe");
   waitq_init(&pi->can_read, "pipe-read");
   waitq_init(&pi->can_write, "pipe-write");
-  pi->c.readers = pi->c.writers = 1;
+  pi->h.readers = pi->h.writers = 1;
   *rd = file_new(F_PIPE_READ, pi);
   *wr = file_new(F_PIPE_WRITE, pi);
   if (!*rd || !*wr) {
@@ -112,10 +111,10 @@ static long pipe_span(uint64_t pos, long m) {
 // common single copy saved registers.)
 static __attribute__((noinline)) long pipe_take_wrapped(struct pipe *pi, pte_t *pt, uint64_t uva,
                                                         long m, long first) {
-  if (copyout(pt, uva, &pi->buf[pi->c.nread % PIPE_SIZE], (size_t)first) < 0 ||
+  if (copyout(pt, uva, &pi->buf[pi->h.nread % PIPE_SIZE], (size_t)first) < 0 ||
       copyout(pt, uva + (uint64_t)first, pi->buf, (size_t)(m - first)) < 0)
     return -EFAULT;
-  pi->c.nread += (uint64_t)m;    // (concurrent readers get whole chunks each)
+  pi->h.nread += (uint64_t)m;    // (concurrent readers get whole chunks each)
   return m;
 }
 
@@ -123,16 +122,16 @@ static __attribute__((noinline)) long pipe_take_wrapped(struct pipe *pi, pte_t *
 // how many, or -EFAULT with nothing moved. (Inline: in a parked read's feed
 // the call cost 8 instructions.)
 static inline __attribute__((always_inline)) long pipe_take(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
-  uint64_t avail = pi->c.nwrite - pi->c.nread;
+  uint64_t avail = pi->h.nwrite - pi->h.nread;
   long m = (long)avail < n ? (long)avail : n;
   if (m > CHUNK)
     m = CHUNK;
-  long first = pipe_span(pi->c.nread, m);
+  long first = pipe_span(pi->h.nread, m);
   if (m > first)
     return pipe_take_wrapped(pi, pt, uva, m, first);
-  if (copyout(pt, uva, &pi->buf[pi->c.nread % PIPE_SIZE], (size_t)m) < 0)
+  if (copyout(pt, uva, &pi->buf[pi->h.nread % PIPE_SIZE], (size_t)m) < 0)
     return -EFAULT;
-  pi->c.nread += (uint64_t)m;
+  pi->h.nread += (uint64_t)m;
   return m;
 }
 
@@ -143,14 +142,14 @@ static __attribute__((noinline)) long pipe_take_call(struct pipe *pi, pte_t *pt,
 }
 
 static long pipe_read_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
-  spin_lock(&pi->lock);
-  if (pi->c.nwrite == pi->c.nread) {
-    int eof = pi->c.writers == 0;
-    spin_unlock(&pi->lock);
+  spin_lock(&pi->h.lock);
+  if (pi->h.nwrite == pi->h.nread) {
+    int eof = pi->h.writers == 0;
+    spin_unlock(&pi->h.lock);
     return eof ? -EPIPE : 0;     // -EPIPE here means "end of file" to the caller
   }
   long m = pipe_take(pi, pt, uva, n);
-  spin_unlock(&pi->lock);
+  spin_unlock(&pi->h.lock);
   if (m > 0)
     waitq_wake_all(&pi->can_write);
   return m;
@@ -176,13 +175,13 @@ static void unlink_reader(struct pipe *pi, struct pipe_reader *r) {
 // parked reads this side claims (file.h); they go on *done (to be done()
 // once the lock is released).
 static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done) {
-  for (struct pipe_reader *r = pi->parked, *next; r && (eof || pi->c.nwrite != pi->c.nread); r = next) {
+  for (struct pipe_reader *r = pi->parked, *next; r && (eof || pi->h.nwrite != pi->h.nread); r = next) {
     next = r->next;
     struct worker *mine = r->mine;
     if (!__atomic_compare_exchange_n(r->owner, &mine, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
       continue;                  // its owner takes it off (pipe_unpark_reader)
     unlink_reader(pi, r);
-    r->result = pi->c.nwrite != pi->c.nread ? pipe_take(pi, r->pt, r->uva, r->n) : 0;
+    r->result = pi->h.nwrite != pi->h.nread ? pipe_take(pi, r->pt, r->uva, r->n) : 0;
     r->next = *done;
     *done = r;
   }
@@ -197,8 +196,8 @@ static void finish_parked(struct pipe_reader *r) {
 
 int pipe_park_reader(struct file *f, struct pipe_reader *r) {
   struct pipe *pi = f->pipe;
-  spin_lock(&pi->lock);
-  int park = pi->c.nwrite == pi->c.nread && pi->c.writers > 0;
+  spin_lock(&pi->h.lock);
+  int park = pi->h.nwrite == pi->h.nread && pi->h.writers > 0;
   if (park) {
     r->next = 0;
     r->prev = pi->parked_tail;
@@ -209,9 +208,9 @@ int pipe_park_reader(struct file *f, struct pipe_reader *r) {
     pi->parked_tail = r;
     r->linked = 1;
   } else {                       // bytes or the end of file came meanwhile: read now
-    r->result = pi->c.nwrite != pi->c.nread ? pipe_take_call(pi, r->pt, r->uva, r->n) : 0;
+    r->result = pi->h.nwrite != pi->h.nread ? pipe_take_call(pi, r->pt, r->uva, r->n) : 0;
   }
-  spin_unlock(&pi->lock);
+  spin_unlock(&pi->h.lock);
   if (!park && r->result > 0)
     waitq_wake_all(&pi->can_write);
   return park;
@@ -219,32 +218,32 @@ int pipe_park_reader(struct file *f, struct pipe_reader *r) {
 
 void pipe_unpark_reader(struct file *f, struct pipe_reader *r) {
   struct pipe *pi = f->pipe;
-  spin_lock(&pi->lock);
+  spin_lock(&pi->h.lock);
   if (r->linked)
     unlink_reader(pi, r);
-  spin_unlock(&pi->lock);
+  spin_unlock(&pi->h.lock);
 }
 
 static long pipe_write_once(struct pipe *pi, pte_t *pt, uint64_t uva, long n) {
   long m = n < CHUNK ? n : CHUNK;
-  spin_lock(&pi->lock);
-  if (pi->c.readers == 0) {
-    spin_unlock(&pi->lock);
+  spin_lock(&pi->h.lock);
+  if (pi->h.readers == 0) {
+    spin_unlock(&pi->h.lock);
     return -EPIPE;
   }
-  uint64_t space = PIPE_SIZE - (pi->c.nwrite - pi->c.nread);
+  uint64_t space = PIPE_SIZE - (pi->h.nwrite - pi->h.nread);
   if ((uint64_t)m > space)
     m = (long)space;
-  long first = pipe_span(pi->c.nwrite, m);
-  int bad = m > 0 && (copyin(pt, &pi->buf[pi->c.nwrite % PIPE_SIZE], uva, (size_t)first) < 0 ||
+  long first = pipe_span(pi->h.nwrite, m);
+  int bad = m > 0 && (copyin(pt, &pi->buf[pi->h.nwrite % PIPE_SIZE], uva, (size_t)first) < 0 ||
                       (m > first && copyin(pt, pi->buf, uva + (uint64_t)first, (size_t)(m - first)) < 0));
   struct pipe_reader *fed = 0;
   if (!bad) {
-    pi->c.nwrite += (uint64_t)m; // (bytes past nwrite are not data until this)
+    pi->h.nwrite += (uint64_t)m; // (bytes past nwrite are not data until this)
     if (pi->parked)
       feed_parked(pi, 0, &fed);
   }
-  spin_unlock(&pi->lock);
+  spin_unlock(&pi->h.lock);
   if (bad)
     return -EFAULT;
   if (m)
@@ -262,7 +261,7 @@ static long pipe_read(struct pipe *pi, pte_t *pt, uint64_t uva, long n, int may_
       break;
     if (!may_block)
       return -EAGAIN;
-    KCO_WAIT_UNTIL(&pi->can_read, (killed && *killed) || pi->c.nwrite != pi->c.nread || pi->c.writers == 0);
+    KCO_WAIT_UNTIL(&pi->can_read, (killed && *killed) || pi->h.nwrite != pi->h.nread || pi->h.writers == 0);
     if (killed && *killed)
       return -EINTR;
   }
@@ -282,8 +281,8 @@ static long pipe_write(struct pipe *pi, pte_t *pt, uint64_t uva, long n, int may
     }
     if (!may_block)
       return done ? done : -EAGAIN;
-    KCO_WAIT_UNTIL(&pi->can_write, (killed && *killed) || pi->c.readers == 0 ||
-                                       pi->c.nwrite - pi->c.nread < PIPE_SIZE);
+    KCO_WAIT_UNTIL(&pi->can_write, (killed && *killed) || pi->h.readers == 0 ||
+                                       pi->h.nwrite - pi->h.nread < PIPE_SIZE);
     if (killed && *killed)
       return done ? done : -EINTR;
   }
@@ -341,12 +340,12 @@ int file_wait_may_be_over(struct file *f, struct waitq *q) {
   struct pipe *pi = f->pipe;
   if (!pi)
     return 1;
-  uint64_t nread = __atomic_load_n(&pi->c.nread, __ATOMIC_RELAXED);
-  uint64_t nwrite = __atomic_load_n(&pi->c.nwrite, __ATOMIC_RELAXED);
+  uint64_t nread = __atomic_load_n(&pi->h.nread, __ATOMIC_RELAXED);
+  uint64_t nwrite = __atomic_load_n(&pi->h.nwrite, __ATOMIC_RELAXED);
   if (q == &pi->can_read)
-    return nwrite != nread || __atomic_load_n(&pi->c.writers, __ATOMIC_RELAXED) == 0;
+    return nwrite != nread || __atomic_load_n(&pi->h.writers, __ATOMIC_RELAXED) == 0;
   if (q == &pi->can_write)
-    return nwrite - nread < PIPE_SIZE || __atomic_load_n(&pi->c.readers, __ATOMIC_RELAXED) == 0;
+    return nwrite - nread < PIPE_SIZE || __atomic_load_n(&pi->h.readers, __ATOMIC_RELAXED) == 0;
   return 1;
 }
 

@@ -9,6 +9,7 @@
 #define FILE_H
 #include <stdint.h>
 #include "uvm.h"
+#include "spinlock.h"
 
 enum file_type { F_CONSOLE = 1, F_PIPE_READ, F_PIPE_WRITE, F_SOCKET };
 
@@ -62,9 +63,10 @@ struct pipe_reader {
 // end of file are there after all, read now into r's buffer (1: parked; 0:
 // not, r->result set as done() would find it). One lock hold either way.
 int pipe_park_reader(struct file *f, struct pipe_reader *r);
-// A pipe's counts: the first member of its struct (kernel/file.c), so that
-// pipe_looks_empty can glance at them inline.
-struct pipe_counts {
+// A pipe's lock and counts: the first member of its struct (kernel/file.c),
+// so that pipe_looks_empty can glance at the counts inline.
+struct pipe_head {
+  struct spinlock lock;
   uint64_t nread, nwrite;       // total bytes read / written; nwrite - nread is in the buffer
   int readers, writers;         // open ends
 };
@@ -72,9 +74,9 @@ struct pipe_counts {
 // wait). Only a hint: pipe_park_reader decides under the lock. (Inline: the
 // async read's submit asks it; the call cost its round trip 13 instructions.)
 static inline int pipe_looks_empty(struct file *f) {
-  const struct pipe_counts *c = (const struct pipe_counts *)(const void *)f->pipe;
-  return __atomic_load_n(&c->nwrite, __ATOMIC_RELAXED) == __atomic_load_n(&c->nread, __ATOMIC_RELAXED) &&
-         __atomic_load_n(&c->writers, __ATOMIC_RELAXED) > 0;
+  const struct pipe_head *h = (const struct pipe_head *)(const void *)f->pipe;
+  return __atomic_load_n(&h->nwrite, __ATOMIC_RELAXED) == __atomic_load_n(&h->nread, __ATOMIC_RELAXED) &&
+         __atomic_load_n(&h->writers, __ATOMIC_RELAXED) > 0;
 }
 // Take r off f's pipe if it is still parked (exit; r is the caller's by the owner word's rule).
 void pipe_unpark_reader(struct file *f, struct pipe_reader *r);
