@@ -16,7 +16,7 @@ static void push_off(struct hart *h) {
   uint64_t old;
   __asm__ volatile("csrrc %0, sstatus, %1" : "=r"(old) : "r"(SSTATUS_SIE) : "memory");
   if (h->noff++ == 0)
-    h->intena = (old & SSTATUS_SIE) != 0;
+    h->intena = (int)(old & SSTATUS_SIE);   // (nonzero if they were on: not normalised, one shift less)
 }
 
 void spin_init(struct spinlock *lk, const char *name) {
