@@ -331,11 +331,10 @@ static void apark_free_slot(struct worker *w) {
 // A writer (or the last close, or exit) completed the read: deliver it.
 static void apark_done(struct pipe_reader *r) {
   struct worker *w = parked_worker(r);
-  long result = r->result;
   apark_free_slot(w);
-  TRACE_THREAD(TR_COMPLETE, w->t, w->cid, result);
+  TRACE_THREAD(TR_COMPLETE, w->t, w->cid, w->pr.result);
   file_close(w->park_file);
-  complete_async(w, result);
+  complete_async(w, w->pr.result);   // (read after the call: nothing kept across it but w)
 }
 
 // syswork_park_read with its record w (last: the arguments stay in their
