@@ -100,11 +100,13 @@ struct worker_cache {
   struct worker *free[WORKER_CACHE];   // atomic; 0: empty
 } __attribute__((aligned(64)));        // (a cache line per hart)
 static struct worker_cache worker_cache[BOARD_MAX_HARTS];
+_Static_assert(WORKER_CACHE == 4, "the unroll pragmas below name it");
 
 // A record from this hart's cache, or 0. (Inline: a call cost the async
 // round trip, whose park takes one, 5 instructions.)
 static inline __attribute__((always_inline)) struct worker *worker_cached(void) {
   struct worker_cache *c = &worker_cache[this_hart()->index];
+#pragma GCC unroll 4   // (WORKER_CACHE: unrolled, no loop bound to form nor counter to keep)
   for (int i = 0; i < WORKER_CACHE; i++) {
     struct worker *w = __atomic_load_n(&c->free[i], __ATOMIC_RELAXED);
     if (w && (w = __atomic_exchange_n(&c->free[i], 0, __ATOMIC_ACQUIRE)))
@@ -121,6 +123,7 @@ static inline __attribute__((always_inline)) struct worker *worker_new(void) {
 
 static void worker_free(struct worker *w) {
   struct worker_cache *c = &worker_cache[this_hart()->index];
+#pragma GCC unroll 4   // (as in worker_cached)
   for (int i = 0; i < WORKER_CACHE; i++) {
     struct worker *none = 0;
     if (!__atomic_load_n(&c->free[i], __ATOMIC_RELAXED) &&
