@@ -18,7 +18,7 @@ struct hart {
   uint32_t hartid;              // the hart's id in the device tree / SBI
   struct co *cur;               // coroutine this hart is running, NULL in the loop
   int noff;                     // depth of spin_lock interrupt masking
-  int intena;                   // interrupts were on before the first spin_lock
+  int intena;                   // nonzero: interrupts were on before the first spin_lock
   int online;
   int plic_ctx;                 // PLIC context for S-mode external interrupts
   // timers (kernel/timer.c)

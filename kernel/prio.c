@@ -55,43 +55,27 @@ static inline uint32_t deserved(struct proc *p) {
 // overlapping store). Like kernel_bitmap, last writer wins, and every kernel
 // entry writes again. (Relaxed atomic rather than volatile: GCC 12 then
 // stores the byte without zero-extending it first.)
-static inline void publish_kernel_bitmap(uint64_t kbm) {
-  vvar->kernel_bitmap = kbm;
-  __atomic_store_n((uint8_t *)&vvar->ranks + VVAR_KERNEL_SHIFT / 8, (uint8_t)kbm, __ATOMIC_RELAXED);
+// (vv is vvar, read once by the caller: as far as GCC knows, the byte store
+// may change vvar, which it then loaded again at each later use.)
+static inline void publish_kernel_bitmap(struct vvar *vv, uint64_t kbm) {
+  vv->kernel_bitmap = kbm;
+  __atomic_store_n((uint8_t *)&vv->ranks + VVAR_KERNEL_SHIFT / 8, (uint8_t)kbm, __ATOMIC_RELAXED);
 }
 
 void prio_publish_kernel(void) {
-  if (vvar)
-    publish_kernel_bitmap(__atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED));
+  struct vvar *vv = vvar;
+  if (vv)
+    publish_kernel_bitmap(vv, __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED));
 }
 
-static uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now);
-
-// (inline: on every kernel entry) Returns now.
-static inline uint32_t publish(struct proc *p, uint32_t now) {
-  uint32_t old = __atomic_load_n(&p->pub_prio, __ATOMIC_RELAXED);
-  if (vvar && now != old)         // (the common case: no change)
-    return publish_moved(p, old, now);   // (a tail call)
-  return now;
-}
-
-void prio_publish(struct proc *p) {
-  prio_publish_kernel();
-  publish(p, deserved(p));
-}
-
-uint32_t prio_publish_unless_kernel(struct proc *p) {
-  uint64_t kbm = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
-  uint32_t now = deserved(p);
-  if (kbm && exec_ctz64(kbm) <= now)
-    return PRIO_KERNEL_FIRST;
-  if (vvar)
-    publish_kernel_bitmap(kbm);
-  return publish(p, now);
-}
-
-// p's rank moved from old to now (returns now).
-static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t old, uint32_t now) {
+// p's rank moved from old to now (returns now). Inline: it needs no frame,
+// and the call cost the async round trip, whose rank moves each way, 11
+// instructions (native; 22 emulated).
+static inline __attribute__((always_inline)) uint32_t publish_moved(struct vvar *vv, struct proc *p,
+                                                                    uint32_t old, uint32_t now) {
+  // (An empty asm: GCC would form &p->pub_prio before publish's test, one
+  // instruction on every kernel entry, most of which move nothing.)
+  __asm__ volatile("" : "+r"(p));
   // Two harts may publish p at once (two of its threads): only the one that
   // moves pub_prio moves the counts, so each process is counted once.
   if (!__atomic_compare_exchange_n(&p->pub_prio, &old, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -100,9 +84,35 @@ static __attribute__((noinline)) uint32_t publish_moved(struct proc *p, uint32_t
   // processes are adds too, so every order gives the same counts.
   uint64_t delta = (now != PRIO_UNRANKED ? 1UL << (VVAR_RANK_BITS * now) : 0) -
                    (old != PRIO_UNRANKED ? 1UL << (VVAR_RANK_BITS * old) : 0);
-  __atomic_fetch_add(&vvar->ranks, delta, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&vv->ranks, delta, __ATOMIC_SEQ_CST);
   struct executor *ex = __atomic_load_n(&p->exec_page, __ATOMIC_RELAXED);
   if (ex)                         // tell the runtime which count holds it
     *(volatile uint32_t *)((char *)ex + EXEC_PAGE_PUBLISHED_PRIO) = now;
   return now;
+}
+
+// (inline: on every kernel entry) Returns now. (vv: vvar, as above.)
+static inline uint32_t publish(struct vvar *vv, struct proc *p, uint32_t now) {
+  uint32_t old = __atomic_load_n(&p->pub_prio, __ATOMIC_RELAXED);
+  if (vv && now != old)           // (the common case: no change)
+    return publish_moved(vv, p, old, now);
+  return now;
+}
+
+void prio_publish(struct proc *p) {
+  struct vvar *vv = vvar;
+  if (vv)
+    publish_kernel_bitmap(vv, __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED));
+  publish(vv, p, deserved(p));
+}
+
+uint32_t prio_publish_unless_kernel(struct proc *p) {
+  uint64_t kbm = __atomic_load_n(&kexec.bitmap, __ATOMIC_RELAXED);
+  uint32_t now = deserved(p);
+  if (kbm && exec_ctz64(kbm) <= now)
+    return PRIO_KERNEL_FIRST;
+  struct vvar *vv = vvar;
+  if (vv)
+    publish_kernel_bitmap(vv, kbm);
+  return publish(vv, p, now);
 }

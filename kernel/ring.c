@@ -34,16 +34,22 @@ int ring_setup(struct proc *p) {
 
 static void ring_hold(struct proc *p, cid_t cid, long result, void *spare);
 
-static int ring_space(struct completion_ring *r) {
-  uint32_t used = r->tail - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+// (tail: r->tail, which only the holder of the ring lock changes)
+static int ring_space_at(struct completion_ring *r, uint32_t tail) {
+  uint32_t used = tail - __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
   return used < RING_ENTRIES;
 }
 
-static void ring_put(struct completion_ring *r, cid_t cid, long result) {
-  uint32_t t = r->tail;
+static int ring_space(struct completion_ring *r) { return ring_space_at(r, r->tail); }
+
+static void ring_put_at(struct completion_ring *r, uint32_t t, cid_t cid, long result) {
   r->e[t % RING_ENTRIES].cid = cid;
   r->e[t % RING_ENTRIES].result = result;
   __atomic_store_n(&r->tail, t + 1, __ATOMIC_RELEASE);   // entry first, then tail
+}
+
+static void ring_put(struct completion_ring *r, cid_t cid, long result) {
+  ring_put_at(r, r->tail, cid, result);
 }
 
 // Caller holds p->ring_lock. Returns how many completions moved into the ring.
@@ -88,9 +94,12 @@ int ring_complete(struct thread *t, cid_t cid, long result, void *spare) {
   spin_lock(&p->ring_lock);
   if (p->ring_waiting)
     flush_locked(p);
-  int put = !p->ring_waiting && ring_space(p->ring);
+  // (ring and tail read once: the head's acquire load made GCC load both again)
+  struct completion_ring *r = p->ring;
+  uint32_t tail = r->tail;
+  int put = !p->ring_waiting && ring_space_at(r, tail);
   if (put)
-    ring_put(p->ring, cid, result);
+    ring_put_at(r, tail, cid, result);
   spin_unlock(&p->ring_lock);
   if (!put)
     ring_hold(p, cid, result, spare);

@@ -16,7 +16,7 @@ static void push_off(struct hart *h) {
   uint64_t old;
   __asm__ volatile("csrrc %0, sstatus, %1" : "=r"(old) : "r"(SSTATUS_SIE) : "memory");
   if (h->noff++ == 0)
-    h->intena = (old & SSTATUS_SIE) != 0;
+    h->intena = (int)(old & SSTATUS_SIE);   // (nonzero if they were on: not normalised, one shift less)
 }
 
 void spin_init(struct spinlock *lk, const char *name) {
@@ -48,11 +48,15 @@ static __attribute__((noinline, cold, noreturn)) void bad_release(struct spinloc
 
 void spin_unlock(struct spinlock *lk) {
   struct hart *h = this_hart();
-  if (__builtin_expect(!lk->locked || lk->holder != (int)h->index || intr_get() || h->noff <= 0, 0))
+  // (noff read once: nothing else on this hart runs while interrupts are
+  // masked, and after the release's fence GCC would load it again)
+  int noff = h->noff;
+  if (__builtin_expect(!lk->locked || lk->holder != (int)h->index || intr_get() || noff <= 0, 0))
     bad_release(lk, h);
   lk->holder = -1;
   __atomic_store_n(&lk->locked, 0, __ATOMIC_RELEASE);
-  if (--h->noff == 0 && h->intena)
+  h->noff = --noff;
+  if (noff == 0 && h->intena)
     intr_on();
 }
 

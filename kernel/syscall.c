@@ -588,9 +588,8 @@ int syscall_fast_async(struct thread *t) {
   if (rank == PRIO_KERNEL_FIRST || prio < rank)
     return 1;
   short_path_taken(p, rank);
-  uint64_t nr = x[REG_A7] & ~(uint64_t)SYS_ASYNC;
   long r;
-  if (nr == SYS_read && f->type == F_PIPE_READ && pipe_looks_empty(f) &&
+  if (x[REG_A7] == (SYS_read | SYS_ASYNC) && f->type == F_PIPE_READ && pipe_looks_empty(f) &&
       __atomic_load_n(&p->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE) {
     // A read that would wait: straight to the park (kernel/syswork.c),
     // which reads under the same lock hold if bytes came after all, instead
@@ -611,9 +610,9 @@ int syscall_fast_async(struct thread *t) {
     // (every park slot taken: as any call, below, which makes it a coroutine)
   }
   struct sysargs sa;
-  sa.nr = nr;
+  sa.nr = x[REG_A7] & ~(uint64_t)SYS_ASYNC;
   sa.a = &x[REG_A0];
-  sa.call = calls[nr];
+  sa.call = calls[sa.nr];
   sa.wq = 0;
   sa.deadline = 0;
   sa.sock = 0;

@@ -100,20 +100,30 @@ struct worker_cache {
   struct worker *free[WORKER_CACHE];   // atomic; 0: empty
 } __attribute__((aligned(64)));        // (a cache line per hart)
 static struct worker_cache worker_cache[BOARD_MAX_HARTS];
+_Static_assert(WORKER_CACHE == 4, "the unroll pragmas below name it");
 
-// Uninitialised: syswork_start fills in every field at once.
-static struct worker *worker_new(void) {
+// A record from this hart's cache, or 0. (Inline: a call cost the async
+// round trip, whose park takes one, 5 instructions.)
+static inline __attribute__((always_inline)) struct worker *worker_cached(void) {
   struct worker_cache *c = &worker_cache[this_hart()->index];
+#pragma GCC unroll 4   // (WORKER_CACHE: unrolled, no loop bound to form nor counter to keep)
   for (int i = 0; i < WORKER_CACHE; i++) {
     struct worker *w = __atomic_load_n(&c->free[i], __ATOMIC_RELAXED);
     if (w && (w = __atomic_exchange_n(&c->free[i], 0, __ATOMIC_ACQUIRE)))
       return w;
   }
-  return kmalloc(sizeof(struct worker));
+  return 0;
+}
+
+// Uninitialised: syswork_start fills in every field at once.
+static inline __attribute__((always_inline)) struct worker *worker_new(void) {
+  struct worker *w = worker_cached();
+  return w ? w : kmalloc(sizeof(struct worker));
 }
 
 static void worker_free(struct worker *w) {
   struct worker_cache *c = &worker_cache[this_hart()->index];
+#pragma GCC unroll 4   // (as in worker_cached)
   for (int i = 0; i < WORKER_CACHE; i++) {
     struct worker *none = 0;
     if (!__atomic_load_n(&c->free[i], __ATOMIC_RELAXED) &&
@@ -309,17 +319,12 @@ void syswork_unpark(struct thread *t, struct sysargs *sa) {
 // Exit must be able to end such a call, which has no coroutine to wake: the
 // process keeps its parked reads in slots (p->apark; a call that finds none
 // free becomes a coroutine as before). The slot's pointer is the call's
-// ownership: whoever swaps it for 0 -- a writer (claim, under the pipe's
-// lock) or exit -- completes the call; a writer that loses leaves it parked,
-// and exit takes it off the pipe under that lock.
+// ownership (the pipe_reader's owner word): whoever swaps it for 0 -- a
+// writer (under the pipe's lock) or exit -- completes the call; a writer
+// that loses leaves it parked, and exit takes it off the pipe under that
+// lock.
 static struct worker *parked_worker(struct pipe_reader *r) {
   return (struct worker *)(void *)((char *)r - offsetof(struct worker, pr));
-}
-
-static int apark_claim(struct pipe_reader *r) {
-  struct worker *w = parked_worker(r), *expect = w;
-  return __atomic_compare_exchange_n(&w->p->apark[w->park_slot], &expect, 0, 0,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 static void apark_free_slot(struct worker *w) {
@@ -329,21 +334,21 @@ static void apark_free_slot(struct worker *w) {
 // A writer (or the last close, or exit) completed the read: deliver it.
 static void apark_done(struct pipe_reader *r) {
   struct worker *w = parked_worker(r);
-  long result = r->result;
   apark_free_slot(w);
-  TRACE_THREAD(TR_COMPLETE, w->t, w->cid, result);
+  TRACE_THREAD(TR_COMPLETE, w->t, w->cid, w->pr.result);
   file_close(w->park_file);
-  complete_async(w, result);
+  complete_async(w, w->pr.result);   // (read after the call: nothing kept across it but w)
 }
 
-int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, cid_t cid) {
-  struct worker *w = worker_new();
-  if (!w)
-    return -ENOMEM;
+// syswork_park_read with its record w (last: the arguments stay in their
+// registers on the way here). Out of line, so that no call comes
+// before the stores of what it is given (kmalloc's comes before, in
+// syswork_park_read, when the cache is empty): they need no saved registers.
+// What it needs after its own calls it reads back from w, until the park.
+static __attribute__((noinline)) int park_read(struct thread *t, struct file *f, uint64_t uva,
+                                               long n, cid_t cid, struct worker *w) {
   // Only what the park side uses (the record never becomes a coroutine):
   // syswork_start's full set of fields cost about 100 instructions more.
-  // (Stored first, and read back from w below, so that few values have to
-  // live across the calls.)
   struct proc *p = t->proc;
   w->t = t;
   w->p = p;
@@ -352,7 +357,7 @@ int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, ci
   w->pr.pt = p->pagetable;
   w->pr.uva = uva;
   w->pr.n = n;
-  w->pr.claim = apark_claim;
+  w->pr.mine = w;
   w->pr.done = apark_done;
   uint64_t used = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED);
   uint32_t slot;
@@ -365,20 +370,35 @@ int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, ci
   } while (!__atomic_compare_exchange_n(&p->apark_used, &used, used | 1ULL << slot, 1,
                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
   w->park_slot = slot;
+  w->pr.owner = &p->apark[slot];
   proc_async_start(p);
   // (before the park: from then on the call may complete, and t even exit,
   // on another hart)
-  TRACE_THREAD(TR_SUBMIT, t, cid, (long)SYS_read);
-  __atomic_store_n(&p->apark[slot], w, __ATOMIC_RELEASE);
+  TRACE_THREAD(TR_SUBMIT, w->t, w->cid, (long)SYS_read);
+  __atomic_store_n(w->pr.owner, w, __ATOMIC_RELEASE);
   if (pipe_park_reader(w->park_file, &w->pr)) {
+    // (p, not w->p: once parked, w may be completed and freed on another
+    // hart already; p stays, its thread t being in this call)
     __atomic_fetch_add(&p->apark_total, 1, __ATOMIC_RELAXED);
     return 0;
   }
   // Bytes or the end of file came after the caller looked: the read is done
   // (w->pr.result), and the call completes through the ring at once.
-  p->apark[w->park_slot] = 0;    // (never parked: nobody else saw it)
+  *w->pr.owner = 0;              // (never parked: nobody else saw it)
   apark_done(&w->pr);
   return 0;
+}
+
+// (Out of line too: the call to kmalloc made syswork_park_read a frame.)
+static __attribute__((noinline)) int park_read_kmalloc(struct thread *t, struct file *f,
+                                                       uint64_t uva, long n, cid_t cid) {
+  struct worker *w = kmalloc(sizeof(struct worker));
+  return w ? park_read(t, f, uva, n, cid, w) : -ENOMEM;
+}
+
+int syswork_park_read(struct thread *t, struct file *f, uint64_t uva, long n, cid_t cid) {
+  struct worker *w = worker_cached();
+  return w ? park_read(t, f, uva, n, cid, w) : park_read_kmalloc(t, f, uva, n, cid);
 }
 
 // Exit: end every parked read of p (no thread of p runs any more).

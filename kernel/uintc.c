@@ -9,30 +9,29 @@
 #include "spinlock.h"
 #include "vm.h"
 
-#define SEND_PAGE(e) ((uint64_t)(e) << 12)
 #define RECV_PAGE(e) (0x40000 + ((uint64_t)(e) << 12))
 #define RECV_PENDING 0x8
 #define CTRL(e) (0x80000 + ((uint64_t)(e) << 4))
 #define MAX_ENTRIES 64
 
-static uint64_t base;          // physical; 0 if there is no controller
+uint64_t uintc_base;           // physical; 0 if there is no controller
 static uint32_t entries;
 static uint64_t in_use;        // bit e: entry e belongs to a thread
 static struct spinlock lock = SPINLOCK_INIT("uintc");
 
-static volatile uint64_t *reg(uint64_t off) { return (volatile uint64_t *)mmio(base + off); }
+static volatile uint64_t *reg(uint64_t off) { return (volatile uint64_t *)mmio(uintc_base + off); }
 
 void uintc_init(const struct board *b) {
   if (!b->uintc.size || !b->uintc_entries)
     return;
-  base = b->uintc.base;
+  uintc_base = b->uintc.base;
   entries = b->uintc_entries < MAX_ENTRIES ? b->uintc_entries : MAX_ENTRIES;
 }
 
-int uintc_present(void) { return base != 0; }
+int uintc_present(void) { return uintc_base != 0; }
 
 int uintc_alloc(void) {
-  if (!base)
+  if (!uintc_base)
     return -1;
   spin_lock(&lock);
   int e = -1;
@@ -59,8 +58,7 @@ void uintc_free(int e) {
   spin_unlock(&lock);
 }
 
-uint64_t uintc_recv_page(int e) { return base + RECV_PAGE(e); }
-void uintc_send(int e) { *reg(SEND_PAGE(e)) = 0; }
+uint64_t uintc_recv_page(int e) { return uintc_base + RECV_PAGE(e); }
 int uintc_pending(int e) { return *reg(RECV_PAGE(e) + RECV_PENDING) != 0; }
 void uintc_activate(int e, uint32_t hartid) {
   *reg(CTRL(e)) = hartid;

@@ -87,12 +87,16 @@ int uvm_map_shared(pte_t *root, uint64_t va, uint64_t pa, uint64_t perm) {
   return 0;
 }
 
-uint64_t uvm_translate(pte_t *root, uint64_t va, uint64_t need) {
+// (inline: copy_user's one-page case, on every transfer, uses it without a call)
+static inline __attribute__((always_inline)) uint64_t translate(pte_t *root, uint64_t va,
+                                                               uint64_t need) {
   pte_t *pte = walk(root, va, 0);
   if (!pte || !(*pte & PTE_V) || !(*pte & PTE_U) || (*pte & need) != need)
     return 0;
   return PTE2PA(*pte) + (va & (PAGE_SIZE - 1));
 }
+
+uint64_t uvm_translate(pte_t *root, uint64_t va, uint64_t need) { return translate(root, va, need); }
 
 // Copy between a user range and a kernel buffer, page by page (the range is
 // checked against USER_VA_END already).
@@ -116,7 +120,9 @@ static __attribute__((noinline)) int copy_user_pages(pte_t *root, uint64_t uva, 
   return 0;
 }
 
-static int copy_user(pte_t *root, uint64_t uva, char *kbuf, size_t len, int to_user) {
+// (inline: copyout and copyin are each a copy_user, not a call to it)
+static inline __attribute__((always_inline)) int copy_user(pte_t *root, uint64_t uva, char *kbuf,
+                                                          size_t len, int to_user) {
   if (uva + len < uva || uva + len > USER_VA_END)
     return -EFAULT;
   // Within one page, the common case (a pipe's byte, a small struct): one
@@ -126,7 +132,7 @@ static int copy_user(pte_t *root, uint64_t uva, char *kbuf, size_t len, int to_u
   // spent about 80 instructions in the general loop and memcpy.
   if (len == 0 || (uva & (PAGE_SIZE - 1)) + len > PAGE_SIZE)
     return copy_user_pages(root, uva, kbuf, len, to_user);
-  char *pa = (char *)uvm_translate(root, uva, to_user ? PTE_W : PTE_R);
+  char *pa = (char *)translate(root, uva, to_user ? PTE_W : PTE_R);
   if (!pa)
     return -EFAULT;
   char *dst = to_user ? pa : kbuf;

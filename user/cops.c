@@ -446,27 +446,35 @@ static void main_body(void *arg) {
 // cooperation through the ranks word of the read-only vvar page, abi.h.) Our
 // own process is counted too, at the priority the kernel last ranked it
 // (PUBLISHED_PRIO); a count that is only us is no reason to step aside.
-static inline __attribute__((always_inline)) int others_better_exact(uint64_t prio) {
+// (mask: vvar_better_mask(prio))
+static inline __attribute__((always_inline)) int others_better_exact(uint64_t mask) {
   uint64_t w = VVAR->ranks;
   uint32_t own = *PUBLISHED_PRIO;
   if (own < VVAR_NPRIO && vvar_rank_count(w, own))
     w -= 1UL << (VVAR_RANK_BITS * own);
-  return (w & vvar_better_mask(prio)) != 0;
+  return (w & mask) != 0;
 }
 
 // Usually neither has anything better: one load from the vvar page and an and
 // with vvar_better_mask(prio), which run_loop's inner loop keeps in a
 // register; only when that finds something is our own count taken out.
 static inline __attribute__((always_inline)) int others_better_mask(const struct vvar *vv,
-                                                                   uint64_t mask, uint64_t prio) {
+                                                                   uint64_t mask) {
   if (__builtin_expect(!(vv->ranks & mask), 1))
     return 0;
-  return others_better_exact(prio);
+  return others_better_exact(mask);
 }
+
+// vvar_better_mask(p) for each priority, filled in by cops_start: a load
+// instead of the eight instructions that form it, at every dispatch.
+_Static_assert((COPS_NPRIO & (COPS_NPRIO - 1)) == 0, "better_masks is indexed by prio & (COPS_NPRIO - 1)");
+static uint64_t better_masks[COPS_NPRIO];
 
 static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
                                                               uint64_t prio) {
-  return others_better_mask(vv, vvar_better_mask(prio), prio);
+  // (The mask keeps a priority the program wrote over its own executor
+  // page inside the table.)
+  return others_better_mask(vv, better_masks[prio & (COPS_NPRIO - 1)]);
 }
 
 // The values run_loop's inner loop keeps in registers (see there).
@@ -669,7 +677,7 @@ static int run_loop(void) {
         break;                       // (the general step above sets cur again)
       c = exec_rotate_k(q, prev, one, resident);   // (c has prev's priority: mask holds)
       step_end(c);
-      if (others_better_mask(vv, mask, c->prio))
+      if (others_better_mask(vv, mask))
         yield();
       // The kind, asked of the poll function, which the call loads anyway:
       // in this runtime a coroutine is stackful exactly when its poll is
@@ -743,6 +751,8 @@ int cops_start(int argc, char **argv) {
   }
   if (V->exec_init_lanes(EX, COPS_NPRIO, 1, malloc, free) != 0)
     return -1;
+  for (uint64_t p = 0; p < COPS_NPRIO; p++)
+    better_masks[p] = vvar_better_mask(p);
   main_thread.one_lane = (struct exec_lane *)EX->lanes;   // (lanes never move)
   // main() runs on the process stack itself (below the part this loop uses),
   // so the guard page under it still catches a runaway recursion.

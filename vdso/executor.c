@@ -349,12 +349,18 @@ static int grow_table(struct executor *ex) {
 // Resolve a cid to its control block if it looks live, without a lock. The
 // caller re-checks the generation under the coroutine's lane lock. Untrusted
 // input is fine here: the slot is range-checked before indexing.
+// (Is cid's slot index in range: all lookup_unlocked checks before it
+// touches the slot.)
+static inline __attribute__((always_inline)) int slot_exists(const struct executor *ex, cid_t cid) {
+  return (uint32_t)cid < __atomic_load_n(&ex->nchunks, __ATOMIC_ACQUIRE) * EXEC_CHUNK_SLOTS;
+}
+
 static inline __attribute__((always_inline)) struct co *lookup_unlocked(const struct executor *ex,
                                                                        cid_t cid) {
-  uint32_t slot = (uint32_t)cid, gen = (uint32_t)(cid >> 32);
-  if (slot >= __atomic_load_n(&ex->nchunks, __ATOMIC_ACQUIRE) * EXEC_CHUNK_SLOTS)
+  uint32_t gen = (uint32_t)(cid >> 32);
+  if (!slot_exists(ex, cid))
     return 0;
-  struct co *c = slot_ptr(ex, slot);
+  struct co *c = slot_ptr(ex, (uint32_t)cid);
   if (__atomic_load_n(&c->gen, __ATOMIC_RELAXED) != gen ||
       __atomic_load_n(&c->state, __ATOMIC_RELAXED) == CO_FREE)
     return 0;
@@ -484,14 +490,18 @@ static __attribute__((noinline)) int wake_multi(struct executor *ex, cid_t cid, 
   return r == EXEC_ESTALE ? stale_wake(ex) : r;
 }
 
-int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
+// (inline: exec_wake, with no lane to report, is the common caller)
+static inline __attribute__((always_inline)) int wake_lane(struct executor *ex, cid_t cid,
+                                                          uint32_t *lane) {
   if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED))
     return wake_multi(ex, cid, lane);
   // One lane (see exec_next_on): every coroutine's home, no atomics for the
-  // union, and no call but tail calls.
-  struct co *c = lookup_unlocked(ex, cid);
-  if (!c)
+  // union, and no call but tail calls. Only the slot's index is checked
+  // here: its generation and state are looked at once, by wake_locked (a
+  // second look before the lock cost every wake five instructions).
+  if (!slot_exists(ex, cid))
     return stale_wake(ex);
+  struct co *c = slot_ptr(ex, (uint32_t)cid);
   struct exec_lane *l = (struct exec_lane *)ex->lanes;
   exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
   int r = wake_locked(ex, l, c, cid, 1);
@@ -501,7 +511,11 @@ int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
   return r == EXEC_ESTALE ? stale_wake(ex) : r;
 }
 
-int exec_wake(struct executor *ex, cid_t cid) { return exec_wake_lane(ex, cid, 0); }
+int exec_wake_lane(struct executor *ex, cid_t cid, uint32_t *lane) {
+  return wake_lane(ex, cid, lane);
+}
+
+int exec_wake(struct executor *ex, cid_t cid) { return wake_lane(ex, cid, 0); }
 
 int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
   uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
