@@ -215,7 +215,7 @@ full=$(value yield_resume_fullsave)
   kernel entry; one look at the kernel's bitmap and the executor page, about
   45), sets the switcher's own priority to it (kco_reprio_self: one store,
   after testing that the switcher is not its lane's resident, which would
-  have to leave its ring first: 3 of the 184) and calls the handler (10).
+  have to leave its ring first: 3 of the 182) and calls the handler (10).
   Every other call takes the full path: the
   11 registers C code keeps are saved too, and the switcher's loop runs
   (publishing where the thread runs, the user-interrupt hand-over, the look
@@ -347,7 +347,7 @@ full=$(value yield_resume_fullsave)
   has no frame pointers (no user code has, now). Of that, `cops_async` is
   about 95, 28 of them the prologue and epilogue that save s0-s11 and ra for
   the CACS block, and the entry's 34 register saves and loads are what
-  calling C from an interrupt costs. The wake itself (`exec_wake_lane`, 56)
+  calling C from an interrupt costs. The wake itself (`exec_wake`, 54, the wake inline in it)
   and the loop's two switches (`run_loop` and `exec_next_on`, about 270) are
   the executor's.
 NOTES
