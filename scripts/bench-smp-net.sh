@@ -25,7 +25,15 @@ DURATION_S=${DURATION_S:-5}
 ROUNDS=${ROUNDS:-3}
 MCLIENT=$BUILD/host/mclient
 # Named threads ("CPU 0/TCG", ...), so that qemu_ticks can tell them apart.
-export QEMU_EXTRA="${QEMU_EXTRA:-} -name coral,debug-threads=on"
+# -mem-prealloc: QEMU backs guest RAM with host memory as it is first
+# touched, and on this host (transparent huge pages on madvise, which QEMU
+# asks for) each first touch of a region is a host page fault that zeroes,
+# and may compact, 2 MiB: milliseconds of wall time in which the guest runs
+# nothing. A boot that touches new memory while it is measured (KTUT spawns a
+# stackful call with a fresh stack per waiting call) measured those faults:
+# KTUT's light-load p99 on one fresh hart was 5.1 ms without and 0.63 ms
+# with, and on two harts 6.2 ms and 0.89 ms.
+export QEMU_EXTRA="${QEMU_EXTRA:-} -name coral,debug-threads=on -mem-prealloc"
 DIR=$BUILD/bench-smp-net
 mkdir -p "$DIR" "$(dirname "$OUT")"
 
@@ -141,8 +149,8 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo
   echo "Produced by \`scripts/bench-smp-net.sh\` (part of \`make bench-smp\`) on $(date -u +%F):"
   echo "QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'), machine virt, 256 MiB, TCG with"
-  echo "one host thread per vCPU (no \`-icount\`: wall-clock time), virtio-net on QEMU's user"
-  echo "network; host: $(nproc) cores, ${cpu:-unknown}. Each figure is the median of $ROUNDS"
+  echo "one host thread per vCPU (no \`-icount\`: wall-clock time), guest RAM preallocated"
+  echo "(\`-mem-prealloc\`), virtio-net on QEMU's user network; host: $(nproc) cores, ${cpu:-unknown}. Each figure is the median of $ROUNDS"
   echo "boots, the \`-smp 1\` and \`-smp 2\` boots of a row alternating. Closed loop: 128 connections, each"
   echo "sending its next n x n matrix as soon as the answer to the last arrives, for"
   echo "${DURATION_S} s. Light load: 64 connections, one matrix every 100 ms each."
@@ -194,13 +202,13 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo "  tick of a halted vCPU woke its host thread, which took QEMU's big lock"
   echo "  from the busy hart. KCUC n = 15, four boots of 20 s alternated on one"
   echo "  host: median p99 824 us on two harts against 3,639 us with the old tick and"
-  echo "  200 us poll, 551 us on one hart. In this table (medians of three boots),"
-  echo "  two harts are within 1.35 times one hart's p99 at n = 15 in every model"
-  echo "  but KTUT (KCUC 1.02, KTUC 1.00, KCUC -t 1 1.13, KTUC -t 1 1.18, KCUT"
-  echo "  1.33) and at n = 32 in KCUC -t 1 (1.14) and KTUC (1.23); not in KCUC"
-  echo "  (1.68), KTUC -t 1 (1.74), KCUT (2.32) and KTUT (7.4 and 8.0). At n = 32"
-  echo "  a request is several times the work and one hart is about half busy at"
-  echo "  this load. Rules tried for it and dropped, each in"
+  echo "  200 us poll, 551 us on one hart. In this table (medians of three boots,"
+  echo "  guest RAM preallocated) two harts' p99 is within 1.25 times one hart's"
+  echo "  in KCUC (1.16 at n = 15, 1.24 at n = 32) and KCUC -t 1 (1.04, 0.88);"
+  echo "  0.8-1.75 times in KTUC (1.43, 1.73), KTUC -t 1 (0.80, 1.37) and KCUT at"
+  echo "  n = 15 (1.62); not close in KCUT at n = 32 (2.89) and KTUT (5.3 and"
+  echo "  10.2). At n = 32 a request is several times the work and one hart is"
+  echo "  about half busy at this load. Rules tried for it and dropped, each in"
   echo "  alternated boots of KCUC n = 32 (docs/ARCHITECTURE.md, \"Not built yet\"):"
   echo "  a hart serving a user thread sends worse work it wakes to an idle hart;"
   echo "  a hand-off deadline 500 us after work is left behind a user thread,"
@@ -212,12 +220,14 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
   echo "  in the slow requests is the host: both harts record nothing for 3-4 ms"
   echo "  at once, and timer interrupts reach an idle hart up to 3 ms after their"
   echo "  deadline (QEMU raises them from its main loop thread, which also runs"
-  echo "  the user network). KTUT's tail is not yet understood: in three 8 s boots"
-  echo "  on one hart it was 5.9-6.3 ms too (the table's one-hart boots ran the"
-  echo "  closed loop first), with 46 timer interrupts over 1 ms late, taken as a"
-  echo "  freshly spawned stackful call coroutine starts or just after its stack"
-  echo "  is allocated, and under -icount none late in guest time while the"
-  echo "  client still saw 6 ms: QEMU's wall time there, not the guest's work."
+  echo "  the user network). On a fresh boot KTUT's tail was the host's memory:"
+  echo "  QEMU backs guest RAM as it is first touched, each first touch of a"
+  echo "  region a host page fault that zeroes (and may compact) a 2 MiB huge"
+  echo "  page, and KTUT touches a fresh 16 KiB stack for each waiting call. With"
+  echo "  -mem-prealloc (these boots, since 2026-11-25) a fresh boot's KTUT"
+  echo "  light-load p99 was 0.63 ms on one hart and 0.89 ms on two, against 5.1"
+  echo "  and 6.2 ms without. After the closed loop, as here, KTUT's two-hart"
+  echo "  tail stays (3.3 and 9.4 ms) and is not yet understood."
   echo "- Closed loop: the rules apply only when a lane is empty or a hart idle, so"
   echo "  under load work still spreads; both harts' rates vary by 15% or more from"
   echo "  one run to the next here: compare rows measured in one run."
