@@ -171,9 +171,6 @@ static void unlink_reader(struct pipe *pi, struct pipe_reader *r) {
   r->linked = 0;
 }
 
-// (lock held) Give the buffered bytes (then, if eof, the end of file) to the
-// parked reads this side claims (file.h); they go on *done (to be done()
-// once the lock is released).
 // feed_parked's step for one read r: 1 if this side claimed and fed it.
 // (Out of line: in the loop, GCC kept the copy's constants and values in
 // saved registers, twelve of them.)
@@ -186,6 +183,9 @@ static __attribute__((noinline)) int feed_one(struct pipe *pi, struct pipe_reade
   return 1;
 }
 
+// (lock held) Give the buffered bytes (then, if eof, the end of file) to the
+// parked reads this side claims (file.h); they go on *done (to be done()
+// once the lock is released).
 static void feed_parked(struct pipe *pi, int eof, struct pipe_reader **done) {
   for (struct pipe_reader *r = pi->parked, *next; r && (eof || pi->h.nwrite != pi->h.nread); r = next) {
     next = r->next;
