@@ -48,6 +48,7 @@ static void help(void) {
   kprintf("commands:\n"
           "  stats     scheduler, interrupt, memory, console and network counters\n"
           "  net       network card counters\n"
+          "  locks     spinlocks found held: waits and polls, by lock name\n"
           "  check     verify the executor's invariants now\n"
           "  sleep MS  block this coroutine for MS milliseconds\n"
           "  trace on [N]  start the scheduler trace (N records a hart)\n"
@@ -94,6 +95,8 @@ static void monitor_main(void *arg) {
       monitor_stats();
     else if (strcmp(line, "net") == 0)
       print_stats("net");
+    else if (strcmp(line, "locks") == 0)
+      print_stats("locks");
     else if (strcmp(line, "check") == 0)
       kprintf("%s\n", exec_check(&kexec, why, sizeof why) ? why : "executor invariants hold");
     else if (strncmp(line, "sleep ", 6) == 0) {

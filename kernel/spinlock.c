@@ -4,6 +4,7 @@
 #include "hart.h"
 #include "riscv.h"
 #include "printf.h"
+#include "stats.h"
 
 // The checks below catch misuse (a lock taken twice, released by a hart that
 // does not hold it, unbalanced masking); their reports live out of line so the
@@ -25,14 +26,93 @@ void spin_init(struct spinlock *lk, const char *name) {
   lk->name = name;
 }
 
+// ---- contention: the console's `locks` table ----
+// A lock found held is counted under its name (all sockets' locks in one
+// row, say): how often a hart had to wait, how many times it polled the
+// lock meanwhile, and the longest such wait in polls. Polls, not time: the
+// kernel reads no clock here, and under an emulator a poll is what a waiting
+// hart burns. Only the contended path counts, out of line, so an uncontended
+// lock costs what it did. Rows are claimed by name pointer with a
+// compare-and-swap and never freed (names are string constants); names
+// beyond the table's size go uncounted and are themselves counted.
+#define CONTENDED_ROWS 32
+struct contended {
+  const char *name;             // 0: a free row
+  uint64_t waits, polls, longest;
+};
+static struct contended contended[CONTENDED_ROWS];
+static uint64_t contended_lost;
+
+static void count_wait(const char *name, uint64_t polls) {
+  for (int i = 0; i < CONTENDED_ROWS; i++) {
+    struct contended *c = &contended[i];
+    const char *had = __atomic_load_n(&c->name, __ATOMIC_ACQUIRE);
+    // A free row: claim it. If another hart claims it first, `had` becomes
+    // the name that hart put there.
+    if (!had && __atomic_compare_exchange_n(&c->name, &had, name, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE))
+      had = name;
+    if (had != name)
+      continue;
+    __atomic_fetch_add(&c->waits, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->polls, polls, __ATOMIC_RELAXED);
+    uint64_t old = __atomic_load_n(&c->longest, __ATOMIC_RELAXED);
+    while (polls > old &&
+           !__atomic_compare_exchange_n(&c->longest, &old, polls, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+      ;
+    return;
+  }
+  __atomic_fetch_add(&contended_lost, 1, __ATOMIC_RELAXED);
+}
+
+// The lock was held at the first try: wait for it, polling with plain loads
+// (an exchange writes the line, which the holder's hart then has to fetch back).
+static __attribute__((noinline)) void spin_wait(struct spinlock *lk) {
+  uint64_t polls = 0;
+  do
+    while (__atomic_load_n(&lk->locked, __ATOMIC_RELAXED))
+      polls++;
+  while (__atomic_exchange_n(&lk->locked, 1, __ATOMIC_ACQUIRE));
+  count_wait(lk->name ? lk->name : "-", polls);
+}
+
+static void print_contended(stats_out_fn *out) {
+  int any = 0;
+  for (int i = 0; i < CONTENDED_ROWS; i++) {
+    const struct contended *c = &contended[i];
+    const char *name = __atomic_load_n(&c->name, __ATOMIC_ACQUIRE);
+    if (!name)
+      break;
+    if (!any)
+      out("locks: spinlocks found held, by name:\n");
+    any = 1;
+    out("  %-10s waits %lu, polls %lu (longest wait %lu)\n", name,
+        __atomic_load_n(&c->waits, __ATOMIC_RELAXED), __atomic_load_n(&c->polls, __ATOMIC_RELAXED),
+        __atomic_load_n(&c->longest, __ATOMIC_RELAXED));
+  }
+  if (!any)
+    out("locks: no spinlock has been found held\n");
+  if (contended_lost)
+    out("  (%lu waits of locks beyond the table's %d names not counted)\n", contended_lost,
+        CONTENDED_ROWS);
+}
+STATS_SOURCE(85, "locks", print_contended);
+
+uint64_t spin_waits(const char *name) {
+  for (int i = 0; i < CONTENDED_ROWS; i++)
+    if (__atomic_load_n(&contended[i].name, __ATOMIC_ACQUIRE) == name)
+      return __atomic_load_n(&contended[i].waits, __ATOMIC_RELAXED);
+  return 0;
+}
+
 void spin_lock(struct spinlock *lk) {
   struct hart *h = this_hart();
   push_off(h);
   if (lk->locked && lk->holder == (int)h->index)
     misuse("already held by this hart", lk);
-  while (__atomic_exchange_n(&lk->locked, 1, __ATOMIC_ACQUIRE))
-    while (__atomic_load_n(&lk->locked, __ATOMIC_RELAXED))
-      ;
+  if (__builtin_expect(__atomic_exchange_n(&lk->locked, 1, __ATOMIC_ACQUIRE), 0))
+    spin_wait(lk);
   lk->holder = (int)h->index;
 }
 

@@ -17,5 +17,8 @@ void spin_init(struct spinlock *lk, const char *name);
 void spin_lock(struct spinlock *lk);
 void spin_unlock(struct spinlock *lk);
 int spin_holding(struct spinlock *lk);
+// How often a lock named `name` (the very pointer given at init) was found
+// held and waited for, since boot (the console's `locks` shows them all).
+uint64_t spin_waits(const char *name);
 
 #endif

@@ -8,6 +8,8 @@
 #include "printf.h"
 #include "riscv.h"
 #include "timer.h"
+#include "board.h"
+#include "spinlock.h"
 
 // ---- a hog: keeps one hart busy without yielding until released ----
 static volatile uint32_t hog_on;        // hart index + 1 the hog runs on; 0: not yet
@@ -298,4 +300,49 @@ KTEST(smp_no_lost_wakeup_under_steals) {
   kco_sleep_ms(5);                 // the last ones return from poll and are freed
   if (n > 1)
     kprintf("smp_no_lost_wakeup_under_steals: %lu steals\n", (unsigned long)(steals() - before));
+}
+
+// ---- the console's `locks` table counts a spinlock found held ----
+// This coroutine holds a lock (interrupts masked on its hart) while a
+// coroutine on another hart asks for it, then lets go; the asker's wait must
+// be counted under the lock's name. The asker says when it is about to take
+// the lock, and this side holds on a millisecond past that; a host that
+// stalls the asker's vCPU across that millisecond makes one round count
+// nothing, so the test tries up to 20 rounds and needs one counted wait.
+static const char held_name[] = "ktest-held";
+static struct spinlock held_lock = SPINLOCK_INIT(held_name);
+static volatile uint32_t asker_ready, asker_done;
+
+static void asker(void *arg) {
+  (void)arg;
+  __atomic_store_n(&asker_ready, 1, __ATOMIC_SEQ_CST);
+  spin_lock(&held_lock);
+  spin_unlock(&held_lock);
+  __atomic_store_n(&asker_done, 1, __ATOMIC_SEQ_CST);
+}
+
+KTEST(smp_spinlock_found_held_is_counted) {
+  if (nharts_online < 2)
+    return;
+  uint64_t waits0 = spin_waits(held_name);
+  int counted = 0;
+  for (int round = 0; round < 20 && !counted; round++) {
+    asker_ready = asker_done = 0;
+    uint32_t other = (this_hart()->index + 1) % nharts_online;
+    spin_lock(&held_lock);
+    if (kco_spawn_stackful_on(other, asker, 0, 0, 0) < 0) {
+      spin_unlock(&held_lock);
+      KREQUIRE(0);
+    }
+    // (interrupts are masked here: wait on the clock, not by sleeping)
+    uint64_t ms = board.timebase_hz / 1000, give_up = rdtime() + KTEST_PATIENCE_MS * ms;
+    while (!__atomic_load_n(&asker_ready, __ATOMIC_SEQ_CST) && rdtime() < give_up)
+      ;
+    for (uint64_t until = rdtime() + ms; rdtime() < until;)
+      ;
+    spin_unlock(&held_lock);
+    KREQUIRE(ktest_wait_count(&asker_done, 1, KTEST_PATIENCE_MS));
+    counted = spin_waits(held_name) > waits0;
+  }
+  KCHECK(counted);
 }
