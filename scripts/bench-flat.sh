@@ -61,26 +61,11 @@ mkdir -p "$DIR" "$(dirname "$OUT")"
 max_n=0
 for n in $NS; do [ "$n" -gt "$max_n" ] && max_n=$n; done
 raise_nofile $((max_n + CONNS + 256)) bench-flat || exit 1
-if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
-  echo "bench-flat: the kernel or the host client does not build (see $DIR/build.log)" >&2
-  exit 1
-fi
-plugin=$(build_insnprof) || { echo "bench-flat: no insnprof plugin (make qemu-n fetches its header)" >&2; exit 1; }
+build_for_profile bench-flat "$DIR" || exit 1
+plugin=$PLUGIN
 command -v gnuplot > /dev/null || bash scripts/deps.sh --eval > "$DIR/deps.log" 2>&1 ||
   echo "bench-flat: gnuplot could not be installed (see $DIR/deps.log); no chart" >&2
 tap_up flat0 || { echo "bench-flat: cannot set up the tap device" >&2; exit 1; }
-
-# snap REQ FILE: have the plugin write its counters so far to FILE (see
-# insnprof.c: the request is the file REQ naming FILE; it is gone once done).
-snap() {
-  echo "$2" > "$1.new" && mv "$1.new" "$1"
-  local _
-  for _ in $(seq 1 600); do
-    [ -e "$1" ] || break
-    sleep 0.1
-  done
-  [ ! -e "$1" ] && [ -s "$2" ] || { echo "bench-flat: no snapshot $2" >&2; return 1; }
-}
 
 # settle: let the guest finish what the last client left it (the FIN and ACK
 # exchanges of closed connections, delayed ACKs) before a snapshot.
@@ -93,7 +78,9 @@ flat_run() {
   local req=$base.snapreq
   rm -f "$base".*.prof "$req" "$req.new"
   QEMU_EXTRA="-icount shift=0 -plugin $plugin,out=$base.exit.prof,snap=$req"
-  if ! boot_matrixd "$base.log" 1 "nofile=16384 user=matrixd,-m,kcuc,-c,$((n + CONNS + 64))" 512M; then
+  # idle_tick=1: the report's guest clock is the kernel's tick count, and a
+  # hart with nothing to do no longer ticks unless told to (kernel/timer.c).
+  if ! boot_matrixd "$base.log" 1 "idle_tick=1 nofile=16384 user=matrixd,-m,kcuc,-c,$((n + CONNS + 64))" 512M; then
     echo "bench-flat: matrixd did not start; see $base.log" >&2
     return 1
   fi
@@ -117,11 +104,11 @@ flat_run() {
     echo "bench-flat: N=$n: held after $((SECONDS - t0)) s" >&2
   fi
   settle
-  snap "$req" "$base.0.prof" || return 1
+  insnprof_snap "$req" "$base.0.prof" || return 1
   local t1 t2
   t1=$(date +%s.%N)
   sleep "$IDLE_S"
-  snap "$req" "$base.1.prof" || return 1
+  insnprof_snap "$req" "$base.1.prof" || return 1
   t2=$(date +%s.%N)
   # Three runs: a warm-up of K1 requests, then K1 and K2. The warm-up is
   # there because the first connections after the idle ones cost more to set
@@ -137,7 +124,7 @@ flat_run() {
       return 1
     fi
     settle
-    snap "$req" "$base.${run%%:*}.prof" || return 1
+    insnprof_snap "$req" "$base.${run%%:*}.prof" || return 1
   done
   # The idle connections were all still there at the end: none gave up.
   kill -0 "$IDLEPID" 2> /dev/null || [ "$n" = 0 ] || { echo "bench-flat: N=$n: the idle client ended" >&2; return 1; }
@@ -159,12 +146,10 @@ flat_run() {
 python3 scripts/cost-report.py symbols "$DIR/symbols.tsv" "$BUILD/kernel.elf" "$BUILD/vdso.elf" \
   "$BUILD/user/bin/matrixd" || exit 1
 # The guest's clock inside the profiles: the first instruction of the
-# kernel's tick (the `h->ticks++` line of kernel/timer.c) runs once per tick,
-# TICK_HZ times a second of guest time; its count is read off each snapshot.
-tick_line=$(grep -n 'h->ticks++' kernel/timer.c | cut -d: -f1)
-tick=$(riscv64-unknown-elf-objdump -d -l --disassemble=timer_interrupt "$BUILD/kernel.elf" |
-  awk -v l="kernel/timer.c:$tick_line" 'index($0, l) && $0 ~ (l "$") { on = 1; next }
-    on && /^ *[0-9a-f]+:/ { sub(":", "", $1); print $1; exit }')
+# kernel's timer_tick (kernel/timer.c, out of line for this) runs once per
+# tick, TICK_HZ times a second of guest time; its count is read off each
+# snapshot.
+tick=$(nm "$BUILD/kernel.elf" | awk '$3 == "timer_tick" { print $1; exit }' | sed 's/^0*//')
 hz=$(sed -n 's/^#define TICK_HZ \([0-9]*\).*/\1/p' kernel/param.h)
 [ -n "$tick" ] && [ -n "$hz" ] || { echo "bench-flat: cannot find the kernel's tick in $BUILD/kernel.elf" >&2; exit 1; }
 RUNS=()
