@@ -27,14 +27,8 @@ MCLIENT=$BUILD/host/mclient
 DIR=$BUILD/bench-cost
 mkdir -p "$DIR" "$(dirname "$OUT")"
 
-if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
-  echo "bench-cost: the kernel or the host client does not build (see $DIR/build.log)" >&2
-  exit 1
-fi
-if ! plugin=$(build_insnprof); then
-  echo "bench-cost: no insnprof plugin (it needs the QEMU source: make qemu-n)" >&2
-  exit 1
-fi
+build_for_profile bench-cost "$DIR" || exit 1
+plugin=$PLUGIN
 command -v gnuplot > /dev/null || bash scripts/deps.sh --eval > "$DIR/deps.log" 2>&1 ||
   echo "bench-cost: gnuplot could not be installed (see $DIR/deps.log); no chart" >&2
 

@@ -151,6 +151,34 @@ build_insnprof() {
   echo "$plugin"
 }
 
+# insnprof_snap REQ FILE: have the insnprof plugin (given snap=REQ) write its
+# counters so far to FILE. The request is the file REQ naming FILE; the plugin
+# deletes it once FILE is complete. Returns 1 (with a message) if that does
+# not happen within a minute.
+insnprof_snap() {
+  echo "$2" > "$1.new" && mv "$1.new" "$1"
+  local _
+  for _ in $(seq 1 600); do
+    [ -e "$1" ] || break
+    sleep 0.1
+  done
+  [ ! -e "$1" ] && [ -s "$2" ] || { echo "insnprof: no snapshot $2" >&2; return 1; }
+}
+
+# build_for_profile NAME DIR: build the kernel and the host client (the log in
+# DIR/build.log) and the insnprof plugin, whose path goes to PLUGIN; or say
+# what is missing, as NAME, and return 1.
+build_for_profile() {
+  if ! make -s BUILD="$BUILD" all client > "$2/build.log" 2>&1 || [ ! -x "$BUILD/host/mclient" ]; then
+    echo "$1: the kernel or the host client does not build (see $2/build.log)" >&2
+    return 1
+  fi
+  if ! PLUGIN=$(build_insnprof); then
+    echo "$1: no insnprof plugin (it needs the QEMU source: make qemu-n)" >&2
+    return 1
+  fi
+}
+
 # raise_nofile NEED NAME: raise this shell's open-file limit (which QEMU and
 # mclient inherit: each holds a host descriptor per connection) to at least
 # NEED, the hard limit too if root; or say so as NAME and return 1.
