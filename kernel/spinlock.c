@@ -87,7 +87,7 @@ static void print_contended(stats_out_fn *out) {
     if (!any)
       out("locks: spinlocks found held, by name:\n");
     any = 1;
-    out("  %-10s waits %lu, polls %lu (longest wait %lu)\n", name,
+    out("  %s: waits %lu, polls %lu (longest wait %lu)\n", name,
         __atomic_load_n(&c->waits, __ATOMIC_RELAXED), __atomic_load_n(&c->polls, __ATOMIC_RELAXED),
         __atomic_load_n(&c->longest, __ATOMIC_RELAXED));
   }
