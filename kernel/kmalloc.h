@@ -26,8 +26,13 @@ void *kzalloc(size_t n);
 // free, never handed out, or not a kmalloc pointer at all.
 void kfree(void *p);
 
-// Give cached empty slab pages (at most one per size class) back to palloc, so
-// palloc's free_pages returns to its pre-workload value.
+// Per-hart caches in front of the slabs (kmalloc.c): off after kmalloc_init;
+// the kernel turns them on at boot, the host tests where they test them.
+void kmalloc_use_caches(int on);
+
+// Give every object the per-hart caches hold back to its slab, then cached
+// empty slab pages (at most one per size class) back to palloc, so palloc's
+// free_pages returns to its pre-workload value.
 void kmalloc_reclaim(void);
 
 struct kmalloc_stats {

@@ -121,6 +121,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
   assign_harts(hartid);
   palloc_init((uint64_t)_kernel_end, board.mem_base + board.mem_size);
   kmalloc_init();
+  kmalloc_use_caches(1);
   kvm_init(&board);
   uintr_select(board.has_n);
   uintc_init(&board);

@@ -233,12 +233,14 @@ void *palloc_page_addr(uint32_t index) {
   return page_addr(index);
 }
 
+// (Relaxed atomics: kfree's per-hart cache reads a tag without the lock its
+// writer holds; see kmalloc.c.)
 void palloc_set_tag(void *page, uint32_t tag) {
-  pa.tags[palloc_page_index(page)] = tag;
+  __atomic_store_n(&pa.tags[palloc_page_index(page)], tag, __ATOMIC_RELAXED);
 }
 
 uint32_t palloc_get_tag(const void *addr) {
   if (!palloc_owns(addr))
     return 0;
-  return pa.tags[((uint64_t)(uintptr_t)addr - pa.base) / PAGE_SIZE];
+  return __atomic_load_n(&pa.tags[((uint64_t)(uintptr_t)addr - pa.base) / PAGE_SIZE], __ATOMIC_RELAXED);
 }

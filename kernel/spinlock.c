@@ -140,6 +140,8 @@ void spin_unlock(struct spinlock *lk) {
     intr_on();
 }
 
+unsigned spin_this_cpu(void) { return this_hart()->index; }
+
 int spin_holding(struct spinlock *lk) {
   return lk->locked && lk->holder == (int)this_hart()->index;
 }

@@ -17,6 +17,10 @@ void spin_init(struct spinlock *lk, const char *name);
 void spin_lock(struct spinlock *lk);
 void spin_unlock(struct spinlock *lk);
 int spin_holding(struct spinlock *lk);
+// The index of the hart the caller runs on (host tests: of its thread), for
+// per-hart data that a lock of its own guards: a kernel coroutine may move to
+// another hart right after, so the answer only says where to look first.
+unsigned spin_this_cpu(void);
 // How often a lock named `name` (the very pointer given at init) was found
 // held and waited for, since boot (the console's `locks` shows them all).
 uint64_t spin_waits(const char *name);

@@ -10,3 +10,11 @@ void spin_lock(struct spinlock *lk) {
 }
 void spin_unlock(struct spinlock *lk) { lk->holder = -1; __atomic_store_n(&lk->locked, 0, __ATOMIC_RELEASE); }
 int spin_holding(struct spinlock *lk) { return __atomic_load_n(&lk->locked, __ATOMIC_RELAXED) != 0; }
+// Threads take indices in the order they first ask, as harts have theirs.
+unsigned spin_this_cpu(void) {
+  static unsigned next;
+  static __thread unsigned mine;      // index + 1; 0: not asked yet
+  if (!mine)
+    mine = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+  return mine - 1;
+}

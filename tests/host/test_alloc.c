@@ -628,6 +628,77 @@ static void test_threads_neither_corrupt_nor_leak(void) {
   CHECK_EQ(ps.failed, 0);
 }
 
+// ---------------------------------------------------------------- per-hart caches
+
+// With the caches on: objects come and go through this thread's cache, the
+// counters leave cached objects out, every kind of double free is still
+// found (in a cache, back on a slab after a cache overflowed, and a live
+// object that merely carries the cached marker is freed, not refused), and
+// reclaim gives every page back.
+static void test_caches_count_and_catch_double_frees(void) {
+  setup();
+  kmalloc_use_caches(1);
+  struct palloc_stats pbase = pstats();
+  enum { N = 20 };
+  char *p[N];
+  for (int i = 0; i < N; i++) { p[i] = kmalloc(48); CHECK(p[i] != NULL); fill(p[i], 48, i); }
+  CHECK_EQ(kstats().live_objects, N);
+  CHECK_EQ(kstats().live_bytes, N * 48);
+  for (int i = 0; i < N; i++) { CHECK(verify(p[i], 48, i)); kfree(p[i]); }
+  struct kmalloc_stats ks = kstats();
+  CHECK_EQ(ks.live_objects, 0);
+  CHECK_EQ(ks.live_bytes, 0);
+  CHECK_EQ(ks.allocs, N);
+  CHECK_EQ(ks.frees, N);
+  for (int i = 0; i < N; i++)           // some in the cache, the rest on their slab
+    EXPECT_PANIC(kfree(p[i]), "double free");
+  CHECK_EQ(kstats().frees, N);
+
+  char *e = kmalloc(16), *d = kmalloc(16);
+  kfree(d);                             // cached, with the marker
+  memcpy(e, d, 16);                     // a live object that looks cached
+  kfree(e);                             // freed, not refused
+  EXPECT_PANIC(kfree(e), "double free");
+  EXPECT_PANIC(kfree(d), "double free");
+  EXPECT_PANIC(kfree(d + 1), "not the start");
+  CHECK_EQ(kstats().live_objects, 0);
+
+  for (int i = 0; i < N; i++) p[i] = kmalloc(48);   // again, from the cache first
+  for (int i = 0; i < N; i++) CHECK(p[i] != NULL);
+  CHECK_EQ(kstats().live_objects, N);
+  for (int i = 0; i < N; i++) kfree(p[i]);
+  kmalloc_reclaim();                    // caches emptied, pages back
+  CHECK_EQ(pstats().free_pages, pbase.total_pages);
+  ks = kstats();
+  CHECK_EQ(ks.live_objects, 0);
+  CHECK_EQ(ks.allocs, ks.frees);
+  CHECK_EQ(ks.slab_pages, 0);
+}
+
+static void test_threads_with_caches(void) {
+  setup();
+  kmalloc_use_caches(1);
+  struct palloc_stats pbase = pstats();
+  pthread_t t[NTHREADS];
+  for (long i = 0; i < NTHREADS; i++)
+    CHECK(pthread_create(&t[i], NULL, stress, (void *)(i + 100)) == 0);
+  long bad = 0;
+  for (int i = 0; i < NTHREADS; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    bad += (long)r;
+  }
+  CHECK_EQ(bad, 0);
+  struct kmalloc_stats ks = kstats();
+  CHECK_EQ(ks.live_objects, 0);
+  CHECK_EQ(ks.live_bytes, 0);
+  CHECK_EQ(ks.allocs, ks.frees);
+  CHECK_EQ(ks.failed, 0);
+  kmalloc_reclaim();
+  CHECK_EQ(pstats().free_pages, pbase.total_pages);
+  kmalloc_use_caches(0);
+}
+
 CHECK_MAIN_BEGIN("test_alloc")
   arena = aligned_alloc(PAGE_SIZE, ARENA_SIZE);
   if (!arena) { printf("FAIL test_alloc/setup: no arena\n"); return 1; }
@@ -643,5 +714,7 @@ CHECK_MAIN_BEGIN("test_alloc")
   RUN_TEST(test_48_byte_objects_pack_85_per_page);
   RUN_TEST(test_kfree_misuse);
   RUN_TEST(test_threads_neither_corrupt_nor_leak);
+  RUN_TEST(test_caches_count_and_catch_double_frees);
+  RUN_TEST(test_threads_with_caches);
   free(arena);
 CHECK_MAIN_END
