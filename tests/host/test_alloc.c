@@ -601,19 +601,24 @@ static void *stress(void *arg) {
   return (void *)bad;
 }
 
-static void test_threads_neither_corrupt_nor_leak(void) {
-  setup();
-  struct palloc_stats pbase = pstats();
+// NTHREADS threads of stress (seeds from seed0): how many bad blocks they saw.
+static long run_stress_threads(long seed0) {
   pthread_t t[NTHREADS];
   for (long i = 0; i < NTHREADS; i++)
-    CHECK(pthread_create(&t[i], NULL, stress, (void *)i) == 0);
+    CHECK(pthread_create(&t[i], NULL, stress, (void *)(seed0 + i)) == 0);
   long bad = 0;
   for (int i = 0; i < NTHREADS; i++) {
     void *r;
     pthread_join(t[i], &r);
     bad += (long)r;
   }
-  CHECK_EQ(bad, 0);
+  return bad;
+}
+
+static void test_threads_neither_corrupt_nor_leak(void) {
+  setup();
+  struct palloc_stats pbase = pstats();
+  CHECK_EQ(run_stress_threads(0), 0);
   struct kmalloc_stats ks = kstats();
   CHECK_EQ(ks.live_objects, 0);
   CHECK_EQ(ks.live_bytes, 0);
@@ -679,16 +684,7 @@ static void test_threads_with_caches(void) {
   setup();
   kmalloc_use_caches(1);
   struct palloc_stats pbase = pstats();
-  pthread_t t[NTHREADS];
-  for (long i = 0; i < NTHREADS; i++)
-    CHECK(pthread_create(&t[i], NULL, stress, (void *)(i + 100)) == 0);
-  long bad = 0;
-  for (int i = 0; i < NTHREADS; i++) {
-    void *r;
-    pthread_join(t[i], &r);
-    bad += (long)r;
-  }
-  CHECK_EQ(bad, 0);
+  CHECK_EQ(run_stress_threads(100), 0);
   struct kmalloc_stats ks = kstats();
   CHECK_EQ(ks.live_objects, 0);
   CHECK_EQ(ks.live_bytes, 0);
