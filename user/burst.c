@@ -369,25 +369,41 @@ static void run(int n, int *count) {
 
 // -s: start matrixd on port and wait until it accepts connections (a
 // refused connect means it is not listening yet; 30 s at most: a safety net).
+// Says why if it cannot: which call failed and how, or that the server died.
 static int start_server(void) {
   char p[8];
   snprintf(p, sizeof p, "%d", port);
   const char *argv[] = { "matrixd", "-p", p, "-m", server_model, "-c", server_max, "-q", 0 };
   int pid = spawn("matrixd", argv);
-  if (pid < 0)
+  if (pid < 0) {
+    printf("burst: cannot spawn matrixd: %s\n", errname(pid));
     return pid;
-  for (int i = 0; i < 3000; i++) {
+  }
+  long r = -ECONNREFUSED;
+  int tries = 0;
+  for (; tries < 3000; tries++) {
     int fd = socket();
-    long r = connect(fd, IP4(127, 0, 0, 1), port);
+    if (fd < 0) {
+      r = fd;
+      printf("burst: socket() while matrixd starts: %s\n", errname(fd));
+      break;
+    }
+    r = connect(fd, IP4(127, 0, 0, 1), port);
     close(fd);
     if (r == 0)
       return pid;
-    if (r != -ECONNREFUSED)
+    if (r != -ECONNREFUSED) {
+      printf("burst: connect to matrixd (try %d): %s\n", tries + 1, errname(r));
       break;
+    }
     sleep(10);
   }
+  if (r == -ECONNREFUSED)
+    printf("burst: matrixd refused %d connects over 30 s: it never listened\n", tries);
   kill(pid);
-  wait(pid, 0);
+  int status = 0;
+  wait(pid, &status);
+  printf("burst: matrixd (pid %d) ended with status %d\n", pid, status);
   return -ETIMEDOUT;
 }
 
