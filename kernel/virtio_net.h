@@ -20,7 +20,8 @@
 struct vnet_stats {
   uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
   uint64_t rx_dropped;               // frames the device reported with a bad length
-  uint64_t tx_full;                  // vnet_tx_buf found every buffer in flight
+  uint64_t tx_waited;                // frames that found every buffer in flight and waited
+  uint64_t tx_full;                  // frames dropped: the transmit backlog was full too
   uint64_t irqs;
 };
 
@@ -36,6 +37,11 @@ void vnet_rx_release(uint8_t *frame);
 
 uint8_t *vnet_tx_buf(void);          // VNET_FRAME_MAX bytes, or NULL if all are in flight
 void vnet_tx_submit(uint8_t *buf, size_t len);   // len 0: give the buffer back unsent
+// When vnet_tx_buf has none: VNET_FRAME_MAX bytes of memory for a frame that
+// waits for a buffer, sent in order (NULL: the backlog is full, drop it);
+// vnet_tx_wait queues it (len 0: never mind).
+uint8_t *vnet_tx_wait_buf(void);
+void vnet_tx_wait(uint8_t *frame, size_t len);
 
 void vnet_get_stats(struct vnet_stats *st);
 #endif

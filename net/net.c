@@ -122,7 +122,7 @@ static void print_stats(stats_out_fn *out) {
   }
   struct net_stats ns;
   net_get_stats(&ns);
-  out("     lwIP: rx %lu frames, %lu dropped; tx %lu frames, %lu refused (card full); timer runs %lu\n",
+  out("     lwIP: rx %lu frames, %lu dropped; tx %lu frames, %lu refused (card and backlog full); timer runs %lu\n",
       ns.rx_frames, ns.rx_dropped, ns.tx_frames, ns.tx_full, ns.timer_runs);
   out("     lock (%s): sections %lu, found held %lu, combined %lu, handed over %lu\n",
       net_lock_is_spinlock() ? "spinlock" : "CES", ns.lock_sections, ns.lock_queued,

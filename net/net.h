@@ -55,7 +55,7 @@ void net_section_end(void);
 
 struct net_stats {
   uint64_t rx_frames, rx_dropped;    // frames given to lwIP / dropped (no memory, bad input)
-  uint64_t tx_frames, tx_full;       // frames sent / refused because every card buffer was busy
+  uint64_t tx_frames, tx_full;       // frames sent (or waiting for a card buffer) / refused: the driver's backlog was full too
   uint64_t timer_runs;
   // the network lock (net/netlock.c): sections run; requests that found it
   // held; sections a combiner ran for another caller; hand-overs of the lock

@@ -10,8 +10,10 @@
 // so a flood of packets cannot keep other kernel coroutines of its priority
 // off the hart.
 // Transmit: lwIP's linkoutput copies the frame into one of the card's transmit
-// buffers. If all are in flight the frame is dropped with ERR_MEM, and TCP
-// retransmits it later, as it would after a loss on the wire.
+// buffers. If all are in flight the frame waits in the driver's backlog
+// (kernel/virtio_net.c) and goes out, in order, when buffers come back; only
+// if that is full too is it dropped with ERR_MEM, and TCP retransmits it
+// later, as it would after a loss on the wire.
 #include "net.h"
 #include "kco.h"
 #include "printf.h"
@@ -35,11 +37,18 @@ static err_t linkoutput(struct netif *nif, struct pbuf *p) {
   if (p->tot_len > VNET_FRAME_MAX)
     return ERR_IF;
   uint8_t *buf = vnet_tx_buf();
+  if (buf) {
+    pbuf_copy_partial(p, buf, p->tot_len, 0);
+    vnet_tx_submit(buf, p->tot_len);
+    netif_count_tx(1);
+    return ERR_OK;
+  }
+  buf = vnet_tx_wait_buf();              // every card buffer in flight: wait for one
   netif_count_tx(buf != 0);
   if (!buf)
     return ERR_MEM;
   pbuf_copy_partial(p, buf, p->tot_len, 0);
-  vnet_tx_submit(buf, p->tot_len);
+  vnet_tx_wait(buf, p->tot_len);
   return ERR_OK;
 }
 
