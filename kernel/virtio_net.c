@@ -412,9 +412,9 @@ static void tx_reclaim(void) {
 // dropped then is a TCP segment lost on the wire, and with a request and its
 // answer in one segment each there are no duplicate acknowledgements to
 // recover it early: the connection waits out a retransmission timeout, half
-// a second at lwIP's granularity, every time. matrixd's closed loop lost 157
-// frames so in 5 s on one hart and 335 on two, which took 12% and 26% of its
-// 128 connections' time. So such a frame is copied into a waiting list
+// a second at lwIP's granularity. matrixd's closed loop lost 157 frames so in
+// 5 s on one hart and 335 on two, and its slowest request took over half a
+// second in every run (with the backlog: 37-100 ms). So such a frame is copied into a waiting list
 // (vnet_tx_wait) and sent, in order, as soon as buffers come back: at the
 // next transmit, and at the device's interrupt, which it raises for used
 // transmit buffers too. While the list is not empty every new frame joins
