@@ -414,12 +414,13 @@ static void tx_reclaim(void) {
 // recover it early: the connection waits out a retransmission timeout, half
 // a second at lwIP's granularity. matrixd's closed loop lost 157 frames so in
 // 5 s on one hart and 335 on two, and its slowest request took over half a
-// second in every run (with the backlog: 37-100 ms). So such a frame is copied into a waiting list
-// (vnet_tx_wait) and sent, in order, as soon as buffers come back: at the
-// next transmit, and at the device's interrupt, which it raises for used
-// transmit buffers too. While the list is not empty every new frame joins
-// it, so frames leave in the order they came. Only past TX_BACKLOG_MAX
-// waiting frames, or without memory, is a frame dropped (tx_full).
+// second in every run (with the backlog: 37-100 ms). So such a frame is
+// copied into a waiting list (vnet_tx_wait) and sent, in order, as soon as
+// buffers come back: at the next transmit, and at the device's interrupt,
+// which it raises for used transmit buffers too. While the list is not
+// empty every new frame joins it, so frames leave in the order they came.
+// Only past TX_BACKLOG_MAX waiting frames, or without memory, is a frame
+// dropped (tx_full).
 
 // Put waiting frames into free buffers, oldest first. Lock held; returns the
 // records now unused, for the caller to free after the unlock, and whether
