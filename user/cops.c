@@ -493,26 +493,6 @@ static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *on
 
 _Static_assert(EXEC_READY_WORD == CO_YIELD, "run_loop's `one` is both");
 
-// Run c for one turn; returns what it reported, and sets *prevp to it.
-// Every user coroutine switches by CACS (see run_loop), resumed inline here,
-// with the yield tested first: only a coroutine that is done has more to do
-// than the canary test. The coroutine is found through tp afterwards.
-static inline __attribute__((always_inline)) int run_once(struct co *c, struct co **prevp) {
-  if (c->kind == CO_STACKLESS) {
-    *prevp = c;
-    return c->poll(c->arg);
-  }
-  struct stackful *sf = c->arg;
-  long r = cacs_enter_raw(&sf);     // (result - CO_YIELD)
-  int res = CO_YIELD;
-  if (__builtin_expect(r == 0, 1))
-    stackful_check_canary(sf);
-  else
-    res = stackful_after_switch(sf, (int)r + CO_YIELD);
-  *prevp = me()->cur;
-  return res;
-}
-
 // stackful_after_switch out of line, called with sf and r where the switch
 // left them (a0, a1), so that the inner loop keeps no copy of sf for it.
 static __attribute__((noinline)) int after_switch_out(struct stackful *sf, long r) {
@@ -579,6 +559,7 @@ static int run_loop(void) {
   struct co *prev = 0, *c;
   int res = CO_PENDING;
   for (;;) {
+  top:
     // main ends as a coroutine that is done, on the thread that ran it (the
     // others go on until that thread ends the process).
     if (res == CO_DONE && main_done) {
@@ -586,6 +567,7 @@ static int run_loop(void) {
         exit(main_status);           // main finished on a helper: end the process here
       return main_status;            // returning from main ends the program
     }
+  step:
     // The general step, through the vDSO.
     step_begin();
     c = V->exec_next_on(EX, me()->lane, prev, res);
@@ -634,9 +616,49 @@ static int run_loop(void) {
     *RUNNING_PRIO = prio;
     if (others_better(VVAR, prio))
       yield();
-    res = run_once(c, &prev);
-    if (res != CO_YIELD)
-      continue;
+    if (c->kind == CO_STACKLESS) {
+      prev = c;
+      res = c->poll(c->arg);
+      if (res != CO_YIELD)
+        continue;
+    } else {
+      // A coroutine that blocks (the common result here) goes straight to
+      // the step: only one that is done meets the test for main's end.
+      // One that yields with nothing of its priority or better ready and no
+      // wake pending (and not the lane's resident: no flags) is switched
+      // back into at once: exec_next_on would hand it straight back (it
+      // keeps a yielder running then), so the step, the store of the
+      // running priority (it is still prev's) and the kind test are left
+      // out; the COPS check is not. Read outside the step: a handler may
+      // queue a coroutine or mark a wake just after the look, as if it came
+      // just after the yield, and the next switch sees it. (best is 0 or a
+      // ring after prev's: best - 1 is at or past prev's ring.) A loop of
+      // its own around this switch, not a jump back to the dispatch above,
+      // which made the compiler lay out the rotation below worse (a
+      // stackful switch there cost one instruction more).
+      struct stackful *sf = c->arg;
+      for (;;) {
+        long r = cacs_enter_raw(&sf);     // (result - CO_YIELD)
+        stackful_check_canary(sf);
+        prev = me()->cur;
+        if (__builtin_expect(r != 0, 0)) {
+          res = (int)r + CO_YIELD;
+          if (res != CO_DONE)
+            goto step;
+          if (sf->release)
+            sf->release(sf);
+          goto top;
+        }
+        struct exec_lane *l = me()->one_lane;
+        if (!l || prev->flags ||
+            (uintptr_t)l->best - 1 < (uintptr_t)&l->ready[prev->prio])
+          break;
+        if (others_better(VVAR, prev->prio))
+          yield();
+        sf = prev->arg;
+      }
+      res = CO_YIELD;
+    }
     struct cops_thread *t = me();
     struct exec_lane *l = t->one_lane;
     if (!l || !(prev->flags & CO_RESIDENT))
