@@ -25,8 +25,6 @@ struct cops_thread {
                                    // (run_loop). First: cops.h reads it
   volatile long crit;              // critical-section depth (see below)
   volatile int drain_due;          // the handler found crit > 0, or the loop in its step
-  int pending_ops;                 // async calls submitted on this thread and not returned
-                                   // yet (atomic: see cops_async)
   int uintr_on;                    // this thread's user interrupts are enabled
   volatile uint64_t *uintc_claim;  // its receive page's CLAIM word (native N with a
                                    // user-interrupt controller), or 0
@@ -86,18 +84,17 @@ static inline void set_me(struct cops_thread *t) { tp_thread = t; }
 // with no lock, and a completion finds it in O(1):
 //   - the caller stores its whole cid there (release) before the ecall;
 //   - a drain (on any thread) that finds that same cid there stores the
-//     result, then 0 (release), then wakes the caller, which waits for the 0;
+//     result, takes the call off the count (ninflight), then stores 0
+//     (release) and wakes the caller, which waits for the 0 (cops_async,
+//     inline in cops.h);
 //   - a call that did not wait (any answer but -EINPROGRESS) gets no
-//     completion: the caller stores the 0 itself.
+//     completion: the caller stores the 0 and takes it off the count itself.
 // A completion for a stale cid (its slot reused since) finds another cid or
 // 0 and matches nothing. The entries never move (chunks of EXEC_CHUNK_SLOTS,
 // the executor's, made on first use and never freed), so a drain may read
 // any entry at any time, also while another thread's call makes a chunk.
-struct op_entry {
-  volatile cid_t cid;              // the waiting caller's cid, 0 when none
-  long result;
-};
-static struct op_entry *op_chunks[EXEC_MAX_CHUNKS];
+// (struct cops_op is in cops.h: cops_async, inline there, waits on it.)
+static struct cops_op *op_chunks[EXEC_MAX_CHUNKS];
 static volatile int ninflight;     // async calls in flight, all threads (run_loop)
 
 _Static_assert((uint64_t)EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS <= UINT32_MAX, "a slot is 32 bits");
@@ -107,21 +104,21 @@ _Static_assert((uint64_t)EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS <= UINT32_MAX, "a sl
 // published before its call's ecall, which comes before the kernel's store of
 // tail that the drain read with acquire; and a chunk seen through a pointer
 // read any later is seen zeroed (RVWMO keeps address dependencies in order).
-static inline __attribute__((always_inline)) struct op_entry *op_entry(cid_t cid) {
+static inline __attribute__((always_inline)) struct cops_op *op_entry(cid_t cid) {
   uint32_t s = (uint32_t)cid;
   if (s >= EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS)
     return 0;
-  struct op_entry *ch = __atomic_load_n(&op_chunks[s / EXEC_CHUNK_SLOTS], __ATOMIC_RELAXED);
+  struct cops_op *ch = __atomic_load_n(&op_chunks[s / EXEC_CHUNK_SLOTS], __ATOMIC_RELAXED);
   return ch ? &ch[s % EXEC_CHUNK_SLOTS] : 0;
 }
 
 // Make the chunk of cid's slot (the first call of any coroutine in it);
 // its entry, or 0 without memory.
-static __attribute__((noinline)) struct op_entry *op_grow(cid_t cid) {
+static __attribute__((noinline)) struct cops_op *op_grow(cid_t cid) {
   uint32_t s = (uint32_t)cid;
   if (s >= EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS)
     return 0;                      // (no live coroutine has such a slot)
-  struct op_entry *ch = calloc(EXEC_CHUNK_SLOTS, sizeof *ch), *none = 0;
+  struct cops_op *ch = calloc(EXEC_CHUNK_SLOTS, sizeof *ch), *none = 0;
   if (!ch)
     return 0;
   __atomic_thread_fence(__ATOMIC_RELEASE);   // (the zeroes before the pointer: see take_one)
@@ -169,10 +166,11 @@ static __attribute__((noinline)) int take_one(void) {
   __atomic_thread_fence(__ATOMIC_RELEASE);
   if (!__atomic_compare_exchange_n(&RING->head, &h, h + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     return 0;                      // another thread took it first
-  struct op_entry *o = op_entry(e.cid);
+  struct cops_op *o = op_entry(e.cid);
   if (!o || __atomic_load_n(&o->cid, __ATOMIC_RELAXED) != e.cid)
     return 0;                      // a stale cid: it matches nothing
   o->result = e.result;
+  __atomic_fetch_sub(&ninflight, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&o->cid, 0, __ATOMIC_RELEASE);
   return V->exec_wake(EX, e.cid);
 }
@@ -268,53 +266,52 @@ static long raw_async(uint64_t nr, long a0, long a1, long a2, long prio, cid_t c
   return r_a0;
 }
 
+// The entries of the calls the runtime refuses (cops_async_submit).
+static const struct cops_op op_enomem = { .result = -ENOMEM }, op_einval = { .result = -EINVAL };
+
 // A thread's first async call, or the first of a coroutine whose slot's
 // chunk of the operation table is not there yet: set that up, then the call.
-// (Out of line, so that cops_async keeps its arguments where they came until
-// its ecall.)
-static __attribute__((noinline)) long async_first(uint64_t nr, long a0, long a1, long a2) {
+// (Out of line, so that cops_async_submit keeps its arguments where they came
+// until its ecall.)
+static __attribute__((noinline)) uintptr_t async_first(uint64_t nr, long a0, long a1, long a2) {
   struct cops_thread *self = me();
   if (!self->uintr_on)
     uintr_first(self);
   cid_t cid = co_cid_inline(current);
   if (!op_entry(cid) && !op_grow(cid))
-    return -ENOMEM;
-  return cops_async(nr, a0, a1, a2);
+    return (uintptr_t)&op_enomem | 1;
+  return cops_async_submit(nr, a0, a1, a2);
 }
 
-long cops_async(uint64_t nr, long a0, long a1, long a2) {
+// cops_async's first half (its second, the wait, is inline in cops.h, so
+// that its switch is written in its caller and saves only what is live
+// there: a function of its own that switches must save every callee-saved
+// register for its caller, 24 instructions a call). A leaf but for the
+// rare async_first, its tail call. Returns the call's entry, with bit 0 set
+// when the call is over already (its result in the entry: the caller's own,
+// or a constant one for the runtime's refusals).
+uintptr_t cops_async_submit(uint64_t nr, long a0, long a1, long a2) {
   struct co *c = current;
   if (!c || c->kind != CO_STACKFUL)
-    return -EINVAL;              // the caller must be able to block
+    return (uintptr_t)&op_einval | 1;    // the caller must be able to block
   struct cops_thread *self = me();
   cid_t cid = co_cid_inline(c);
-  struct op_entry *o = op_entry(cid);
+  struct cops_op *o = op_entry(cid);
   if (__builtin_expect(!o || !self->uintr_on, 0))
     return async_first(nr, a0, a1, a2);
-  // Counted on this thread (run_loop sleeps in uwait while its own calls are
-  // out) until the call returns, from whichever thread it then runs on: hence
-  // atomics, and self kept from here (hidden from the compiler, which would
-  // otherwise read tp again after the switch, on the thread it resumed on).
-  __asm__("" : "+r"(self));
-  __atomic_fetch_add(&self->pending_ops, 1, __ATOMIC_RELAXED);
+  // Counted (run_loop sleeps in uwait while calls are out) until the call
+  // completes, which a drain on any thread may take: hence an atomic.
   __atomic_fetch_add(&ninflight, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&o->cid, cid, __ATOMIC_RELEASE);
   long r = raw_async(nr, a0, a1, a2, c->prio, cid);
-  if (__builtin_expect(r == -EINPROGRESS, 1)) {
-    // Blocks before it looks: a completion that was drained already has
-    // woken this coroutine while it ran, and the executor remembered that
-    // wake, so the block returns at once.
-    do
-      cops_block();
-    while (__atomic_load_n(&o->cid, __ATOMIC_ACQUIRE) == cid);
-    r = o->result;
-  } else {
-    __atomic_store_n(&o->cid, 0, __ATOMIC_RELAXED);   // done at once (fast path) or refused
-  }
-  __atomic_fetch_sub(&self->pending_ops, 1, __ATOMIC_RELAXED);
+  if (__builtin_expect(r == -EINPROGRESS, 1))
+    return (uintptr_t)o;
+  o->result = r;                   // done at once (fast path) or refused
+  __atomic_store_n(&o->cid, 0, __ATOMIC_RELAXED);
   __atomic_fetch_sub(&ninflight, 1, __ATOMIC_RELAXED);
-  return r;
+  return (uintptr_t)o | 1;
 }
+
 static int main_status;
 static volatile int main_done;
 
@@ -586,22 +583,20 @@ static int run_loop(void) {
       // (That drain may have woken a coroutine.)
       if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
         continue;
-      if (me()->pending_ops > 0 || nhelpers > 0) {
+      if (ninflight > 0 || nhelpers > 0) {
         // Nothing ready: sleep in the kernel until a completion raises a user
         // interrupt in this thread or, with several executor threads, until
         // another of them enters the kernel while coroutines are ready (it
         // may have woken them with no system call: sys_uwait). No polling.
+        // (With one thread, every call out is this thread's, and its
+        // completion comes here.)
         uwait();
         continue;
       }
-      if (ninflight > 0) {
-        // (One thread, and a completion on its way in: the handler is due.)
-        sleep(1);
-        continue;
-      }
       // The handler may have drained the last completions after the look
-      // at the bitmap above: pending_ops read 0 only once it had, and it
-      // wakes the waiters before it returns, so their bits are set by now.
+      // at the bitmap above: ninflight read 0 only once it had (with one
+      // thread, only its handler drains), and it wakes the waiters before it
+      // returns, so their bits are set by now.
       if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
         continue;
       struct exec_stats st;
