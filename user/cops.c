@@ -36,6 +36,7 @@ struct cops_thread {
                                    // coroutine's, in one_lane; &no_rotation when it may not
   struct exec_lane *rot_lane;      // one_lane when run_loop's inner loop began
   uint64_t rot_mask;               // vvar_better_mask of the running priority (run_loop's inner loop)
+  uint64_t better_masks[COPS_NPRIO];   // vvar_better_mask(p) for each priority (others_better)
 };
 
 // rot_q once the inner loop may not rotate any more: a queue no lane's best is.
@@ -462,16 +463,22 @@ static inline __attribute__((always_inline)) int others_better_mask(const struct
   return others_better_exact(mask);
 }
 
-// vvar_better_mask(p) for each priority, filled in by cops_start: a load
-// instead of the eight instructions that form it, at every dispatch.
+// vvar_better_mask(p) for each priority, in every thread's record (filled in
+// by set_masks): a load instead of the eight instructions that form it, at
+// every dispatch, addressed off tp (two instructions fewer than a global
+// table's address).
 _Static_assert((COPS_NPRIO & (COPS_NPRIO - 1)) == 0, "better_masks is indexed by prio & (COPS_NPRIO - 1)");
-static uint64_t better_masks[COPS_NPRIO];
+
+static void set_masks(struct cops_thread *t) {
+  for (uint64_t p = 0; p < COPS_NPRIO; p++)
+    t->better_masks[p] = vvar_better_mask(p);
+}
 
 static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
                                                               uint64_t prio) {
   // (The mask keeps a priority the program wrote over its own executor
   // page inside the table.)
-  return others_better_mask(vv, better_masks[prio & (COPS_NPRIO - 1)]);
+  return others_better_mask(vv, me()->better_masks[prio & (COPS_NPRIO - 1)]);
 }
 
 // The values run_loop's inner loop keeps in registers (see there).
@@ -741,6 +748,7 @@ int cops_alloc_cpu(int n) {
   int made = 0;
   for (; made < n && nhelpers < COPS_MAX_HELPERS; made++) {
     struct cops_thread *t = &helper_threads[nhelpers];
+    set_masks(t);
     // Its own lane (shared round-robin past EXEC_MAX_LANES threads), in use
     // before the thread can queue anything there.
     uint32_t lanes = (uint32_t)nhelpers + 2;
@@ -768,8 +776,7 @@ int cops_start(int argc, char **argv) {
   }
   if (V->exec_init_lanes(EX, COPS_NPRIO, 1, malloc, free) != 0)
     return -1;
-  for (uint64_t p = 0; p < COPS_NPRIO; p++)
-    better_masks[p] = vvar_better_mask(p);
+  set_masks(&main_thread);
   main_thread.one_lane = (struct exec_lane *)EX->lanes;   // (lanes never move)
   // main() runs on the process stack itself (below the part this loop uses),
   // so the guard page under it still catches a runaway recursion.
