@@ -145,9 +145,8 @@ static inline void crit_exit(void) {
     drain();
 }
 
-#define RING_EMPTY 2               // take_one found nothing (exec_wake answers 1, 0 or < 0)
-
-// Take the completion at the ring's head, if there is one, and complete it:
+// Take the completion at the ring's head, h (drain saw that there is one),
+// and complete it:
 // hand the result to the call waiting for it, if any, and wake its coroutine.
 // Any thread may drain at any time, several at once: an entry is claimed by
 // moving head past it with a compare-and-swap, after it has been copied out
@@ -155,12 +154,8 @@ static inline void crit_exit(void) {
 // once, and no lock is held. The entry's 0 is stored before the wake: a
 // caller woken before it could find its cid still there and block for good.
 // A leaf but for the wake, its tail call, so that it needs no frame; returns
-// what the wake answered, 0 when nothing was woken, RING_EMPTY when there was
-// nothing to take. (crit is held.)
-static __attribute__((noinline)) int take_one(void) {
-  unsigned int h = RING->head;
-  if (h == __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE))
-    return RING_EMPTY;
+// what the wake answered, 0 when nothing was woken. (crit is held.)
+static __attribute__((noinline)) int take_one(unsigned int h) {
   struct ring_entry e = RING->e[h % RING_ENTRIES];
   // (The copy's loads before the claim's store. An explicit fence: GCC 12's
   // compare-and-swap on RISC-V leaves its own ordering out, lr.w/sc.w bare.)
@@ -184,8 +179,10 @@ static void drain(void) {
   me()->crit = 1;
   do {
     me()->drain_due = 0;
-    while (take_one() != RING_EMPTY)
-      ;
+    // (The look at the ring is here, not in take_one, so that the last one,
+    // which finds it empty, is no call.)
+    for (unsigned int h; (h = RING->head) != __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE);)
+      take_one(h);
     // Completions that waited in the kernel for space move in on our next
     // entry to the kernel; uwait returns at once when any wait, and brings
     // them in.
