@@ -95,8 +95,12 @@ static inline void set_me(struct cops_thread *t) { tp_thread = t; }
 // the executor's, made on first use and never freed), so a drain may read
 // any entry at any time, also while another thread's call makes a chunk.
 // (struct cops_op is in cops.h: cops_async, inline there, waits on it.)
-static struct cops_op *op_chunks[EXEC_MAX_CHUNKS];
-static volatile int ninflight;     // async calls in flight, all threads (run_loop)
+// The count and the directory side by side: the submit and the drain touch
+// both, from one address formed once.
+static struct {
+  volatile int ninflight;          // async calls in flight, all threads (run_loop)
+  struct cops_op *chunks[EXEC_MAX_CHUNKS];
+} optab;
 
 _Static_assert((uint64_t)EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS <= UINT32_MAX, "a slot is 32 bits");
 
@@ -109,7 +113,7 @@ static inline __attribute__((always_inline)) struct cops_op *op_entry(cid_t cid)
   uint32_t s = (uint32_t)cid;
   if (s >= EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS)
     return 0;
-  struct cops_op *ch = __atomic_load_n(&op_chunks[s / EXEC_CHUNK_SLOTS], __ATOMIC_RELAXED);
+  struct cops_op *ch = __atomic_load_n(&optab.chunks[s / EXEC_CHUNK_SLOTS], __ATOMIC_RELAXED);
   return ch ? &ch[s % EXEC_CHUNK_SLOTS] : 0;
 }
 
@@ -123,7 +127,7 @@ static __attribute__((noinline)) struct cops_op *op_grow(cid_t cid) {
   if (!ch)
     return 0;
   __atomic_thread_fence(__ATOMIC_RELEASE);   // (the zeroes before the pointer: see take_one)
-  if (!__atomic_compare_exchange_n(&op_chunks[s / EXEC_CHUNK_SLOTS], &none, ch, 0,
+  if (!__atomic_compare_exchange_n(&optab.chunks[s / EXEC_CHUNK_SLOTS], &none, ch, 0,
                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     free(ch);                      // a coroutine on another thread made it first
     ch = none;
@@ -166,7 +170,7 @@ static __attribute__((noinline)) int take_one(unsigned int h) {
   if (!o || __atomic_load_n(&o->cid, __ATOMIC_RELAXED) != e.cid)
     return 0;                      // a stale cid: it matches nothing
   o->result = e.result;
-  __atomic_fetch_sub(&ninflight, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&optab.ninflight, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&o->cid, 0, __ATOMIC_RELEASE);
   return V->exec_wake(EX, e.cid);
 }
@@ -299,14 +303,14 @@ uintptr_t cops_async_submit(uint64_t nr, long a0, long a1, long a2) {
     return async_first(nr, a0, a1, a2);
   // Counted (run_loop sleeps in uwait while calls are out) until the call
   // completes, which a drain on any thread may take: hence an atomic.
-  __atomic_fetch_add(&ninflight, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&optab.ninflight, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&o->cid, cid, __ATOMIC_RELEASE);
   long r = raw_async(nr, a0, a1, a2, c->prio, cid);
   if (__builtin_expect(r == -EINPROGRESS, 1))
     return (uintptr_t)o;
   o->result = r;                   // done at once (fast path) or refused
   __atomic_store_n(&o->cid, 0, __ATOMIC_RELAXED);
-  __atomic_fetch_sub(&ninflight, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&optab.ninflight, 1, __ATOMIC_RELAXED);
   return (uintptr_t)o | 1;
 }
 
@@ -587,7 +591,7 @@ static int run_loop(void) {
       // (That drain may have woken a coroutine.)
       if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
         continue;
-      if (ninflight > 0 || nhelpers > 0) {
+      if (optab.ninflight > 0 || nhelpers > 0) {
         // Nothing ready: sleep in the kernel until a completion raises a user
         // interrupt in this thread or, with several executor threads, until
         // another of them enters the kernel while coroutines are ready (it
