@@ -337,19 +337,25 @@ full=$(value yield_resume_fullsave)
   CSR path): about 190 instructions less than a 64-byte copyin and the CSR
   path (3,215 before these two changes).
 - The runtime's side of the async round trip (user/cops.c and
-  user/uintr_entry.S: `cops_async` and `take_one` in the profile below, and
-  the entry, `cops_uintr_handler` and `drain`, each under 40 and so not
-  listed) is about 220 instructions on native N, 310 before it went
-  lock-free: the caller arms its own entry of the operation table with one
-  store and no critical section (it owns the entry: one call per coroutine,
-  one coroutine per slot), a drain claims a ring entry by a compare-and-swap
-  on `head` instead of two lock rounds per completion, and the handler path
-  has no frame pointers (no user code has, now). Of that, `cops_async` is
-  about 95, 28 of them the prologue and epilogue that save s0-s11 and ra for
-  the CACS block, and the entry's 34 register saves and loads are what
-  calling C from an interrupt costs. The wake itself (`exec_wake`, 54, the wake inline in it)
-  and the loop's two switches (`run_loop` and `exec_next_on`, about 270) are
-  the executor's.
+  user/uintr_entry.S: `cops_async_submit` and `take_one` in the profile
+  below; the entry, `cops_uintr_handler` and `drain`, each under 40 and so
+  not listed; and the wait, inline in the caller) is about 190 instructions on native N, 220 before
+  the wait went inline and 310 before it went lock-free: the caller arms
+  its own entry of the operation table with one store and no critical
+  section (it owns the entry: one call per coroutine, one coroutine per
+  slot), a drain claims a ring entry by a compare-and-swap on `head`
+  instead of two lock rounds per completion, and the handler path has no
+  frame pointers (no user code has, now). `cops_async` is inline in
+  user/cops.h: the submit is a leaf of about 41, and the wait (the block's
+  CACS switch and the test of the entry) is written in the caller, which
+  spills only what it has live, where the out-of-line `cops_async` (about
+  95) saved s0-s11 and ra for its caller (28 instructions). The entry's 34
+  register saves and loads are what calling C from an interrupt costs. The
+  wake itself (`exec_wake`, 54, the wake inline in it) and the loop's passes
+  (`run_loop` and `exec_next_on`, about 215: two switches through the
+  general step, and the main coroutine's yield, which nothing of its
+  priority or better waits for, switched straight back without the step)
+  are the executor's.
 NOTES
   # Where the async round trip's instructions go, measured (scripts/profile.sh:
   # a QEMU plugin counts every executed instruction; needs the QEMU source that

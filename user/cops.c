@@ -25,8 +25,6 @@ struct cops_thread {
                                    // (run_loop). First: cops.h reads it
   volatile long crit;              // critical-section depth (see below)
   volatile int drain_due;          // the handler found crit > 0, or the loop in its step
-  int pending_ops;                 // async calls submitted on this thread and not returned
-                                   // yet (atomic: see cops_async)
   int uintr_on;                    // this thread's user interrupts are enabled
   volatile uint64_t *uintc_claim;  // its receive page's CLAIM word (native N with a
                                    // user-interrupt controller), or 0
@@ -38,6 +36,7 @@ struct cops_thread {
                                    // coroutine's, in one_lane; &no_rotation when it may not
   struct exec_lane *rot_lane;      // one_lane when run_loop's inner loop began
   uint64_t rot_mask;               // vvar_better_mask of the running priority (run_loop's inner loop)
+  uint64_t better_masks[COPS_NPRIO];   // vvar_better_mask(p) for each priority (others_better)
 };
 
 // rot_q once the inner loop may not rotate any more: a queue no lane's best is.
@@ -86,19 +85,22 @@ static inline void set_me(struct cops_thread *t) { tp_thread = t; }
 // with no lock, and a completion finds it in O(1):
 //   - the caller stores its whole cid there (release) before the ecall;
 //   - a drain (on any thread) that finds that same cid there stores the
-//     result, then 0 (release), then wakes the caller, which waits for the 0;
+//     result, takes the call off the count (ninflight), then stores 0
+//     (release) and wakes the caller, which waits for the 0 (cops_async,
+//     inline in cops.h);
 //   - a call that did not wait (any answer but -EINPROGRESS) gets no
-//     completion: the caller stores the 0 itself.
+//     completion: the caller stores the 0 and takes it off the count itself.
 // A completion for a stale cid (its slot reused since) finds another cid or
 // 0 and matches nothing. The entries never move (chunks of EXEC_CHUNK_SLOTS,
 // the executor's, made on first use and never freed), so a drain may read
 // any entry at any time, also while another thread's call makes a chunk.
-struct op_entry {
-  volatile cid_t cid;              // the waiting caller's cid, 0 when none
-  long result;
-};
-static struct op_entry *op_chunks[EXEC_MAX_CHUNKS];
-static volatile int ninflight;     // async calls in flight, all threads (run_loop)
+// (struct cops_op is in cops.h: cops_async, inline there, waits on it.)
+// The count and the directory side by side: the submit and the drain touch
+// both, from one address formed once.
+static struct {
+  volatile int ninflight;          // async calls in flight, all threads (run_loop)
+  struct cops_op *chunks[EXEC_MAX_CHUNKS];
+} optab;
 
 _Static_assert((uint64_t)EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS <= UINT32_MAX, "a slot is 32 bits");
 
@@ -107,25 +109,25 @@ _Static_assert((uint64_t)EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS <= UINT32_MAX, "a sl
 // published before its call's ecall, which comes before the kernel's store of
 // tail that the drain read with acquire; and a chunk seen through a pointer
 // read any later is seen zeroed (RVWMO keeps address dependencies in order).
-static inline __attribute__((always_inline)) struct op_entry *op_entry(cid_t cid) {
+static inline __attribute__((always_inline)) struct cops_op *op_entry(cid_t cid) {
   uint32_t s = (uint32_t)cid;
   if (s >= EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS)
     return 0;
-  struct op_entry *ch = __atomic_load_n(&op_chunks[s / EXEC_CHUNK_SLOTS], __ATOMIC_RELAXED);
+  struct cops_op *ch = __atomic_load_n(&optab.chunks[s / EXEC_CHUNK_SLOTS], __ATOMIC_RELAXED);
   return ch ? &ch[s % EXEC_CHUNK_SLOTS] : 0;
 }
 
 // Make the chunk of cid's slot (the first call of any coroutine in it);
 // its entry, or 0 without memory.
-static __attribute__((noinline)) struct op_entry *op_grow(cid_t cid) {
+static __attribute__((noinline)) struct cops_op *op_grow(cid_t cid) {
   uint32_t s = (uint32_t)cid;
   if (s >= EXEC_MAX_CHUNKS * EXEC_CHUNK_SLOTS)
     return 0;                      // (no live coroutine has such a slot)
-  struct op_entry *ch = calloc(EXEC_CHUNK_SLOTS, sizeof *ch), *none = 0;
+  struct cops_op *ch = calloc(EXEC_CHUNK_SLOTS, sizeof *ch), *none = 0;
   if (!ch)
     return 0;
   __atomic_thread_fence(__ATOMIC_RELEASE);   // (the zeroes before the pointer: see take_one)
-  if (!__atomic_compare_exchange_n(&op_chunks[s / EXEC_CHUNK_SLOTS], &none, ch, 0,
+  if (!__atomic_compare_exchange_n(&optab.chunks[s / EXEC_CHUNK_SLOTS], &none, ch, 0,
                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     free(ch);                      // a coroutine on another thread made it first
     ch = none;
@@ -147,9 +149,8 @@ static inline void crit_exit(void) {
     drain();
 }
 
-#define RING_EMPTY 2               // take_one found nothing (exec_wake answers 1, 0 or < 0)
-
-// Take the completion at the ring's head, if there is one, and complete it:
+// Take the completion at the ring's head, h (drain saw that there is one),
+// and complete it:
 // hand the result to the call waiting for it, if any, and wake its coroutine.
 // Any thread may drain at any time, several at once: an entry is claimed by
 // moving head past it with a compare-and-swap, after it has been copied out
@@ -157,22 +158,19 @@ static inline void crit_exit(void) {
 // once, and no lock is held. The entry's 0 is stored before the wake: a
 // caller woken before it could find its cid still there and block for good.
 // A leaf but for the wake, its tail call, so that it needs no frame; returns
-// what the wake answered, 0 when nothing was woken, RING_EMPTY when there was
-// nothing to take. (crit is held.)
-static __attribute__((noinline)) int take_one(void) {
-  unsigned int h = RING->head;
-  if (h == __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE))
-    return RING_EMPTY;
+// what the wake answered, 0 when nothing was woken. (crit is held.)
+static __attribute__((noinline)) int take_one(unsigned int h) {
   struct ring_entry e = RING->e[h % RING_ENTRIES];
   // (The copy's loads before the claim's store. An explicit fence: GCC 12's
   // compare-and-swap on RISC-V leaves its own ordering out, lr.w/sc.w bare.)
   __atomic_thread_fence(__ATOMIC_RELEASE);
   if (!__atomic_compare_exchange_n(&RING->head, &h, h + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     return 0;                      // another thread took it first
-  struct op_entry *o = op_entry(e.cid);
+  struct cops_op *o = op_entry(e.cid);
   if (!o || __atomic_load_n(&o->cid, __ATOMIC_RELAXED) != e.cid)
     return 0;                      // a stale cid: it matches nothing
   o->result = e.result;
+  __atomic_fetch_sub(&optab.ninflight, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&o->cid, 0, __ATOMIC_RELEASE);
   return V->exec_wake(EX, e.cid);
 }
@@ -185,8 +183,10 @@ static void drain(void) {
   me()->crit = 1;
   do {
     me()->drain_due = 0;
-    while (take_one() != RING_EMPTY)
-      ;
+    // (The look at the ring is here, not in take_one, so that the last one,
+    // which finds it empty, is no call.)
+    for (unsigned int h; (h = RING->head) != __atomic_load_n(&RING->tail, __ATOMIC_ACQUIRE);)
+      take_one(h);
     // Completions that waited in the kernel for space move in on our next
     // entry to the kernel; uwait returns at once when any wait, and brings
     // them in.
@@ -268,53 +268,52 @@ static long raw_async(uint64_t nr, long a0, long a1, long a2, long prio, cid_t c
   return r_a0;
 }
 
+// The entries of the calls the runtime refuses (cops_async_submit).
+static const struct cops_op op_enomem = { .result = -ENOMEM }, op_einval = { .result = -EINVAL };
+
 // A thread's first async call, or the first of a coroutine whose slot's
 // chunk of the operation table is not there yet: set that up, then the call.
-// (Out of line, so that cops_async keeps its arguments where they came until
-// its ecall.)
-static __attribute__((noinline)) long async_first(uint64_t nr, long a0, long a1, long a2) {
+// (Out of line, so that cops_async_submit keeps its arguments where they came
+// until its ecall.)
+static __attribute__((noinline)) uintptr_t async_first(uint64_t nr, long a0, long a1, long a2) {
   struct cops_thread *self = me();
   if (!self->uintr_on)
     uintr_first(self);
   cid_t cid = co_cid_inline(current);
   if (!op_entry(cid) && !op_grow(cid))
-    return -ENOMEM;
-  return cops_async(nr, a0, a1, a2);
+    return (uintptr_t)&op_enomem | 1;
+  return cops_async_submit(nr, a0, a1, a2);
 }
 
-long cops_async(uint64_t nr, long a0, long a1, long a2) {
+// cops_async's first half (its second, the wait, is inline in cops.h, so
+// that its switch is written in its caller and saves only what is live
+// there: a function of its own that switches must save every callee-saved
+// register for its caller, 24 instructions a call). A leaf but for the
+// rare async_first, its tail call. Returns the call's entry, with bit 0 set
+// when the call is over already (its result in the entry: the caller's own,
+// or a constant one for the runtime's refusals).
+uintptr_t cops_async_submit(uint64_t nr, long a0, long a1, long a2) {
   struct co *c = current;
   if (!c || c->kind != CO_STACKFUL)
-    return -EINVAL;              // the caller must be able to block
+    return (uintptr_t)&op_einval | 1;    // the caller must be able to block
   struct cops_thread *self = me();
   cid_t cid = co_cid_inline(c);
-  struct op_entry *o = op_entry(cid);
+  struct cops_op *o = op_entry(cid);
   if (__builtin_expect(!o || !self->uintr_on, 0))
     return async_first(nr, a0, a1, a2);
-  // Counted on this thread (run_loop sleeps in uwait while its own calls are
-  // out) until the call returns, from whichever thread it then runs on: hence
-  // atomics, and self kept from here (hidden from the compiler, which would
-  // otherwise read tp again after the switch, on the thread it resumed on).
-  __asm__("" : "+r"(self));
-  __atomic_fetch_add(&self->pending_ops, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&ninflight, 1, __ATOMIC_RELAXED);
+  // Counted (run_loop sleeps in uwait while calls are out) until the call
+  // completes, which a drain on any thread may take: hence an atomic.
+  __atomic_fetch_add(&optab.ninflight, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&o->cid, cid, __ATOMIC_RELEASE);
   long r = raw_async(nr, a0, a1, a2, c->prio, cid);
-  if (__builtin_expect(r == -EINPROGRESS, 1)) {
-    // Blocks before it looks: a completion that was drained already has
-    // woken this coroutine while it ran, and the executor remembered that
-    // wake, so the block returns at once.
-    do
-      cops_block();
-    while (__atomic_load_n(&o->cid, __ATOMIC_ACQUIRE) == cid);
-    r = o->result;
-  } else {
-    __atomic_store_n(&o->cid, 0, __ATOMIC_RELAXED);   // done at once (fast path) or refused
-  }
-  __atomic_fetch_sub(&self->pending_ops, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_sub(&ninflight, 1, __ATOMIC_RELAXED);
-  return r;
+  if (__builtin_expect(r == -EINPROGRESS, 1))
+    return (uintptr_t)o;
+  o->result = r;                   // done at once (fast path) or refused
+  __atomic_store_n(&o->cid, 0, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&optab.ninflight, 1, __ATOMIC_RELAXED);
+  return (uintptr_t)o | 1;
 }
+
 static int main_status;
 static volatile int main_done;
 
@@ -465,16 +464,22 @@ static inline __attribute__((always_inline)) int others_better_mask(const struct
   return others_better_exact(mask);
 }
 
-// vvar_better_mask(p) for each priority, filled in by cops_start: a load
-// instead of the eight instructions that form it, at every dispatch.
+// vvar_better_mask(p) for each priority, in every thread's record (filled in
+// by set_masks): a load instead of the eight instructions that form it, at
+// every dispatch, addressed off tp (two instructions fewer than a global
+// table's address).
 _Static_assert((COPS_NPRIO & (COPS_NPRIO - 1)) == 0, "better_masks is indexed by prio & (COPS_NPRIO - 1)");
-static uint64_t better_masks[COPS_NPRIO];
+
+static void set_masks(struct cops_thread *t) {
+  for (uint64_t p = 0; p < COPS_NPRIO; p++)
+    t->better_masks[p] = vvar_better_mask(p);
+}
 
 static inline __attribute__((always_inline)) int others_better(const struct vvar *vv,
                                                               uint64_t prio) {
   // (The mask keeps a priority the program wrote over its own executor
   // page inside the table.)
-  return others_better_mask(vv, better_masks[prio & (COPS_NPRIO - 1)]);
+  return others_better_mask(vv, me()->better_masks[prio & (COPS_NPRIO - 1)]);
 }
 
 // The values run_loop's inner loop keeps in registers (see there).
@@ -492,26 +497,6 @@ static inline __attribute__((always_inline)) void keep_in_registers(uint64_t *on
 }
 
 _Static_assert(EXEC_READY_WORD == CO_YIELD, "run_loop's `one` is both");
-
-// Run c for one turn; returns what it reported, and sets *prevp to it.
-// Every user coroutine switches by CACS (see run_loop), resumed inline here,
-// with the yield tested first: only a coroutine that is done has more to do
-// than the canary test. The coroutine is found through tp afterwards.
-static inline __attribute__((always_inline)) int run_once(struct co *c, struct co **prevp) {
-  if (c->kind == CO_STACKLESS) {
-    *prevp = c;
-    return c->poll(c->arg);
-  }
-  struct stackful *sf = c->arg;
-  long r = cacs_enter_raw(&sf);     // (result - CO_YIELD)
-  int res = CO_YIELD;
-  if (__builtin_expect(r == 0, 1))
-    stackful_check_canary(sf);
-  else
-    res = stackful_after_switch(sf, (int)r + CO_YIELD);
-  *prevp = me()->cur;
-  return res;
-}
 
 // stackful_after_switch out of line, called with sf and r where the switch
 // left them (a0, a1), so that the inner loop keeps no copy of sf for it.
@@ -579,6 +564,7 @@ static int run_loop(void) {
   struct co *prev = 0, *c;
   int res = CO_PENDING;
   for (;;) {
+  top:
     // main ends as a coroutine that is done, on the thread that ran it (the
     // others go on until that thread ends the process).
     if (res == CO_DONE && main_done) {
@@ -586,6 +572,7 @@ static int run_loop(void) {
         exit(main_status);           // main finished on a helper: end the process here
       return main_status;            // returning from main ends the program
     }
+  step:
     // The general step, through the vDSO.
     step_begin();
     c = V->exec_next_on(EX, me()->lane, prev, res);
@@ -604,22 +591,20 @@ static int run_loop(void) {
       // (That drain may have woken a coroutine.)
       if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
         continue;
-      if (me()->pending_ops > 0 || nhelpers > 0) {
+      if (optab.ninflight > 0 || nhelpers > 0) {
         // Nothing ready: sleep in the kernel until a completion raises a user
         // interrupt in this thread or, with several executor threads, until
         // another of them enters the kernel while coroutines are ready (it
         // may have woken them with no system call: sys_uwait). No polling.
+        // (With one thread, every call out is this thread's, and its
+        // completion comes here.)
         uwait();
         continue;
       }
-      if (ninflight > 0) {
-        // (One thread, and a completion on its way in: the handler is due.)
-        sleep(1);
-        continue;
-      }
       // The handler may have drained the last completions after the look
-      // at the bitmap above: pending_ops read 0 only once it had, and it
-      // wakes the waiters before it returns, so their bits are set by now.
+      // at the bitmap above: ninflight read 0 only once it had (with one
+      // thread, only its handler drains), and it wakes the waiters before it
+      // returns, so their bits are set by now.
       if (__atomic_load_n(&EX->bitmap, __ATOMIC_ACQUIRE))
         continue;
       struct exec_stats st;
@@ -634,9 +619,49 @@ static int run_loop(void) {
     *RUNNING_PRIO = prio;
     if (others_better(VVAR, prio))
       yield();
-    res = run_once(c, &prev);
-    if (res != CO_YIELD)
-      continue;
+    if (c->kind == CO_STACKLESS) {
+      prev = c;
+      res = c->poll(c->arg);
+      if (res != CO_YIELD)
+        continue;
+    } else {
+      // A coroutine that blocks (the common result here) goes straight to
+      // the step: only one that is done meets the test for main's end.
+      // One that yields with nothing of its priority or better ready and no
+      // wake pending (and not the lane's resident: no flags) is switched
+      // back into at once: exec_next_on would hand it straight back (it
+      // keeps a yielder running then), so the step, the store of the
+      // running priority (it is still prev's) and the kind test are left
+      // out; the COPS check is not. Read outside the step: a handler may
+      // queue a coroutine or mark a wake just after the look, as if it came
+      // just after the yield, and the next switch sees it. (best is 0 or a
+      // ring after prev's: best - 1 is at or past prev's ring.) A loop of
+      // its own around this switch, not a jump back to the dispatch above,
+      // which made the compiler lay out the rotation below worse (a
+      // stackful switch there cost one instruction more).
+      struct stackful *sf = c->arg;
+      for (;;) {
+        long r = cacs_enter_raw(&sf);     // (result - CO_YIELD)
+        stackful_check_canary(sf);
+        prev = me()->cur;
+        if (__builtin_expect(r != 0, 0)) {
+          res = (int)r + CO_YIELD;
+          if (res != CO_DONE)
+            goto step;
+          if (sf->release)
+            sf->release(sf);
+          goto top;
+        }
+        struct exec_lane *l = me()->one_lane;
+        if (!l || prev->flags ||
+            (uintptr_t)l->best - 1 < (uintptr_t)&l->ready[prev->prio])
+          break;
+        if (others_better(VVAR, prev->prio))
+          yield();
+        sf = prev->arg;
+      }
+      res = CO_YIELD;
+    }
     struct cops_thread *t = me();
     struct exec_lane *l = t->one_lane;
     if (!l || !(prev->flags & CO_RESIDENT))
@@ -724,6 +749,7 @@ int cops_alloc_cpu(int n) {
   int made = 0;
   for (; made < n && nhelpers < COPS_MAX_HELPERS; made++) {
     struct cops_thread *t = &helper_threads[nhelpers];
+    set_masks(t);
     // Its own lane (shared round-robin past EXEC_MAX_LANES threads), in use
     // before the thread can queue anything there.
     uint32_t lanes = (uint32_t)nhelpers + 2;
@@ -751,8 +777,7 @@ int cops_start(int argc, char **argv) {
   }
   if (V->exec_init_lanes(EX, COPS_NPRIO, 1, malloc, free) != 0)
     return -1;
-  for (uint64_t p = 0; p < COPS_NPRIO; p++)
-    better_masks[p] = vvar_better_mask(p);
+  set_masks(&main_thread);
   main_thread.one_lane = (struct exec_lane *)EX->lanes;   // (lanes never move)
   // main() runs on the process stack itself (below the part this loop uses),
   // so the guard page under it still catches a runaway recursion.

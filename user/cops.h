@@ -46,7 +46,13 @@ void cops_stats(struct exec_stats *st);
 // SYS_sleep, SYS_wait; up to three arguments). Only the calling coroutine waits:
 // the process keeps running its other coroutines. Returns the call's result.
 // The caller must be a stackful coroutine (main is one).
-long cops_async(uint64_t nr, long a0, long a1, long a2);
+// (Inline below: cops_async_submit makes the call, the caller waits.)
+struct cops_op {                        // an async call's entry in the operation table (cops.c)
+  volatile cid_t cid;                   // the waiting caller's cid, 0 once completed
+  long result;
+};
+// The call's entry; bit 0 set when it is over already (the result is in it).
+uintptr_t cops_async_submit(uint64_t nr, long a0, long a1, long a2);
 uint64_t cops_uintr_count(void);        // user interrupts taken so far
 uint64_t cops_uintr_entry_instret(void); // instret when the handler last began (benchmarks)
 // COPS alloc_cpu: add n threads that run this process's executor too, so its
@@ -98,6 +104,22 @@ static inline __attribute__((always_inline)) void cops_yield(void) {
 
 static inline __attribute__((always_inline)) void cops_block(void) {
   stackful_suspend_cacs(cops_stackful_self(), CO_PENDING);
+}
+
+// The wait blocks before it looks: a completion that was drained already has
+// woken the caller while it ran, and the executor remembered that wake, so
+// the block returns at once. Inline, so that the switch saves only what is
+// live in the caller.
+static inline __attribute__((always_inline)) long cops_async(uint64_t nr, long a0, long a1, long a2) {
+  uintptr_t s = cops_async_submit(nr, a0, a1, a2);
+  struct cops_op *o = (struct cops_op *)(s & ~(uintptr_t)1);
+  if (__builtin_expect(!(s & 1), 1)) {
+    // (Only a completion stores 0 there, and only the caller its cid.)
+    do
+      cops_block();
+    while (__atomic_load_n(&o->cid, __ATOMIC_ACQUIRE) != 0);
+  }
+  return o->result;
 }
 
 #endif

@@ -222,16 +222,19 @@ static inline __attribute__((always_inline)) void enqueue_in(struct executor *ex
   exec_set_word(c, EXEC_READY_WORD);
 }
 
-// The ring q has lost its last ready coroutine (the caller has not yet
+// The ring q has lost its last ready coroutine, last (the caller has not yet
 // cleared q->tail). A resident may not stay alone in it: unlink it too.
+// (q's priority is last's: one load, where q's index in the lane is three
+// instructions.)
 static inline __attribute__((always_inline)) void ring_emptied(struct executor *ex,
                                                                struct exec_lane *l,
                                                                struct co_queue *q,
+                                                               struct co *last,
                                                                struct co *resident, int one) {
   q->tail = 0;
   if (resident)
     resident->flags &= (uint8_t)~CO_RESIDENT;
-  lane_clear(ex, l, 1ULL << (q - l->ready), one);
+  lane_clear(ex, l, 1ULL << last->prio, one);
   if (l->best == q)
     find_best(l);
 }
@@ -256,7 +259,7 @@ static void unlink_ready(struct executor *ex, struct exec_lane *l, struct co *c)
   struct co *t = q->tail, *r = resident_of(t);
   struct co *before_head = r ? r : t, *head = before_head->next;
   if (c == head && c == t) {
-    ring_emptied(ex, l, q, r, 0);
+    ring_emptied(ex, l, q, c, r, 0);
     return;
   }
   struct co *p = c == head ? before_head : c->prev;
@@ -275,7 +278,7 @@ static inline __attribute__((always_inline)) struct co *pop_in(struct executor *
   struct co_queue *q = l->best;
   struct co *t = q->tail, *c = t->next;
   if (c == t)
-    ring_emptied(ex, l, q, 0, one);
+    ring_emptied(ex, l, q, c, 0, one);
   else
     t->next = c->next;
   return c;
@@ -877,7 +880,7 @@ struct co *exec_take_stackless(struct executor *ex, uint32_t lane, uint32_t max_
     c = before->next;
     if (c->prio <= max_prio && c->kind == CO_STACKLESS) {
       if (c == t)
-        ring_emptied(ex, l, q, r, 1);
+        ring_emptied(ex, l, q, c, r, 1);
       else
         before->next = c->next;
       c->state = CO_RUNNING;
