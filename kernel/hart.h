@@ -19,6 +19,7 @@ struct hart {
   struct co *cur;               // coroutine this hart is running, NULL in the loop
   int noff;                     // depth of spin_lock interrupt masking
   int intena;                   // nonzero: interrupts were on before the first spin_lock
+  uint64_t ipi_pending;         // harts (by index) to interrupt at the last spin_unlock
   int online;
   int plic_ctx;                 // PLIC context for S-mode external interrupts
   // timers (kernel/timer.c)
@@ -41,6 +42,11 @@ struct hart {
 extern struct hart harts[BOARD_MAX_HARTS];
 extern uint32_t nharts_online;
 extern struct board board;
+
+// Interrupt hart `index` (a software interrupt, through SBI). With a spinlock
+// held on this hart, the interrupt is sent when the last one is released
+// (kernel/spinlock.c says why).
+void hart_ipi(uint32_t index);
 
 static inline struct hart *this_hart(void) {
   struct hart *h;

@@ -62,7 +62,7 @@ static void kick_lane(uint32_t lane) {
     // different one instead of the same hart again.
     uint64_t bit = 1ULL << target;
     if (__atomic_fetch_and(&idle_harts, ~bit, __ATOMIC_SEQ_CST) & bit) {
-      sbi_send_ipi(1, harts[target].hartid);
+      hart_ipi(target);
       return;
     }
   }

@@ -4,6 +4,7 @@
 #include "hart.h"
 #include "riscv.h"
 #include "printf.h"
+#include "sbi.h"
 #include "stats.h"
 
 // The checks below catch misuse (a lock taken twice, released by a hart that
@@ -132,6 +133,36 @@ static __attribute__((noinline, cold, noreturn)) void bad_release(struct spinloc
   misuse("unbalanced release", 0);
 }
 
+// ---- interprocessor interrupts wait for the last unlock ----
+// An IPI goes through SBI, and OpenSBI raises it with a store to the CLINT.
+// Under QEMU a device register access takes the emulator's global lock, which
+// its main loop holds while it moves packets, so one IPI can take
+// milliseconds. Sent with a spinlock held -- a wait queue's, whose wake kicks
+// an idle hart, or the run queue's -- it kept that lock held as long, and
+// every other hart that wanted it spun meanwhile: in KTUT's light load on two
+// harts the console's `locks` showed waits of over 3 million polls on the run
+// queue's, sockets' and pipes' wait queues. So with a lock held the target
+// is only noted, and spin_unlock sends the noted IPIs once this hart holds no
+// spinlock. (Late by the rest of the critical section: the woken hart then
+// finds the work the section published, which it would have had to wait for
+// the lock to see anyway.)
+static __attribute__((noinline)) void send_pending_ipis(struct hart *h) {
+  uint64_t pending = h->ipi_pending;
+  h->ipi_pending = 0;
+  for (uint32_t i = 0; pending; i++, pending >>= 1)
+    if (pending & 1)
+      sbi_send_ipi(1, harts[i].hartid);
+}
+
+void hart_ipi(uint32_t index) {
+  struct hart *h = this_hart();
+  if (h->noff > 0) {            // (only this hart changes its noff)
+    h->ipi_pending |= 1ULL << index;
+    return;
+  }
+  sbi_send_ipi(1, harts[index].hartid);
+}
+
 void spin_unlock(struct spinlock *lk) {
   struct hart *h = this_hart();
   // (noff read once: nothing else on this hart runs while interrupts are
@@ -142,8 +173,12 @@ void spin_unlock(struct spinlock *lk) {
   lk->holder = -1;
   __atomic_store_n(&lk->locked, 0, __ATOMIC_RELEASE);
   h->noff = --noff;
-  if (noff == 0 && h->intena)
-    intr_on();
+  if (noff == 0) {
+    if (__builtin_expect(h->ipi_pending != 0, 0))
+      send_pending_ipis(h);
+    if (h->intena)
+      intr_on();
+  }
 }
 
 unsigned spin_this_cpu(void) { return this_hart()->index; }

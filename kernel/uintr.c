@@ -113,7 +113,7 @@ static void post(struct thread *t) {
   // sides sees the other.)
   int h = __atomic_load_n(&t->on_hart, __ATOMIC_SEQ_CST);
   if (h >= 0 && (uint32_t)h != this_hart()->index)
-    sbi_send_ipi(1, harts[h].hartid);
+    hart_ipi((uint32_t)h);
 }
 
 void uintr_post(struct thread *t) {
