@@ -305,16 +305,23 @@ KTEST(smp_no_lost_wakeup_under_steals) {
 // ---- the console's `locks` table counts a spinlock found held ----
 // This coroutine holds a lock (interrupts masked on its hart) while a
 // coroutine on another hart asks for it, then lets go; the asker's wait must
-// be counted under the lock's name. The asker says when it is about to take
-// the lock, and this side holds on a millisecond past that; a host that
-// stalls the asker's vCPU across that millisecond makes one round count
-// nothing, so the test tries up to 20 rounds and needs one counted wait.
+// be counted under the lock's name. The asker is started before the lock is
+// taken and waits for the word to go: a hart's IPIs wait for its last
+// spin_unlock (kernel/spinlock.c), so an asker spawned with the lock held
+// would not even be started on an idle hart before the unlock. The asker
+// says when it is about to take the lock, and this side holds on a
+// millisecond past that; a host that stalls the asker's vCPU across that
+// millisecond makes one round count nothing, so the test tries up to 20
+// rounds and needs one counted wait.
 static const char held_name[] = "ktest-held";
 static struct spinlock held_lock = SPINLOCK_INIT(held_name);
-static volatile uint32_t asker_ready, asker_done;
+static volatile uint32_t asker_started, asker_go, asker_ready, asker_done;
 
 static void asker(void *arg) {
   (void)arg;
+  __atomic_store_n(&asker_started, 1, __ATOMIC_SEQ_CST);
+  while (!__atomic_load_n(&asker_go, __ATOMIC_SEQ_CST))
+    ;
   __atomic_store_n(&asker_ready, 1, __ATOMIC_SEQ_CST);
   spin_lock(&held_lock);
   spin_unlock(&held_lock);
@@ -327,15 +334,18 @@ KTEST(smp_spinlock_found_held_is_counted) {
   uint64_t waits0 = spin_waits(held_name);
   int counted = 0;
   for (int round = 0; round < 20 && !counted; round++) {
-    asker_ready = asker_done = 0;
+    asker_started = asker_go = asker_ready = asker_done = 0;
     uint32_t other = (this_hart()->index + 1) % nharts_online;
-    spin_lock(&held_lock);
-    if (kco_spawn_stackful_on(other, asker, 0, 0, 0) < 0) {
-      spin_unlock(&held_lock);
-      KREQUIRE(0);
-    }
-    // (interrupts are masked here: wait on the clock, not by sleeping)
+    KREQUIRE(kco_spawn_stackful_on(other, asker, 0, 0, 0) >= 0);
+    // Wait on the clock, not by sleeping: a sleep would leave this hart idle,
+    // and it might steal the asker, which would then spin where this side
+    // could never run again. (With the lock held, interrupts are masked too.)
     uint64_t ms = board.timebase_hz / 1000, give_up = rdtime() + KTEST_PATIENCE_MS * ms;
+    while (!__atomic_load_n(&asker_started, __ATOMIC_SEQ_CST) && rdtime() < give_up)
+      ;
+    KREQUIRE(asker_started);
+    spin_lock(&held_lock);
+    __atomic_store_n(&asker_go, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&asker_ready, __ATOMIC_SEQ_CST) && rdtime() < give_up)
       ;
     for (uint64_t until = rdtime() + ms; rdtime() < until;)
