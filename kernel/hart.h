@@ -47,6 +47,8 @@ extern struct board board;
 // held on this hart, the interrupt is sent when the last one is released
 // (kernel/spinlock.c says why).
 void hart_ipi(uint32_t index);
+// bootargs ipi=now: send every IPI at once, lock or no lock (for comparison).
+void hart_ipi_at_once(int on);
 
 static inline struct hart *this_hart(void) {
   struct hart *h;

@@ -154,9 +154,13 @@ static __attribute__((noinline)) void send_pending_ipis(struct hart *h) {
       sbi_send_ipi(1, harts[i].hartid);
 }
 
+static int ipi_at_once;          // bootargs ipi=now: the old way, for comparison
+
+void hart_ipi_at_once(int on) { ipi_at_once = on; }
+
 void hart_ipi(uint32_t index) {
   struct hart *h = this_hart();
-  if (h->noff > 0) {            // (only this hart changes its noff)
+  if (h->noff > 0 && !ipi_at_once) {   // (only this hart changes its noff)
     h->ipi_pending |= 1ULL << index;
     return;
   }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# One kernel, two (or more) bootarg variants, measured against each other in
+# one run: matrixd under the host client's closed loop (128 connections, N x N
+# matrices, DURATION_S seconds: requests/s) and then a light load (64
+# connections, one matrix every 100 ms each: p99 latency), both in the same
+# boot, and then the console monitor's `stats` (the network lock's counters,
+# the socket calls that found it held, the spinlocks found held). The variants
+# alternate within each of ROUNDS rounds, so a host whose load changes over the
+# run moves them alike. Prints BENCH lines and writes OUT.
+#
+#   scripts/bench-ab.sh   (env: BUILD, VARIANTS, MODELS, SMP, N, ROUNDS, DURATION_S, OUT, TITLE)
+#   VARIANTS: "name:bootargs" words, bootargs with commas for spaces, e.g.
+#     "queue: spin:netqueue=off" or "deferred: now:ipi=now"
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/qemu-lib.sh     # BUILD, QEMU, qemu_cmd, free_port
+VARIANTS=${VARIANTS:-"queue: spin:netqueue=off"}
+MODELS=${MODELS:-kcuc}
+SMP=${SMP:-2}
+N=${N:-15}
+ROUNDS=${ROUNDS:-3}
+DURATION_S=${DURATION_S:-5}
+OUT=${OUT:-$BUILD/bench-ab/ab.md}
+TITLE=${TITLE:-bootarg variants}
+MCLIENT=$BUILD/host/mclient
+# Guest RAM backed at start, as in bench-smp-net.sh (which says why).
+export QEMU_EXTRA="${QEMU_EXTRA:-} -mem-prealloc"
+DIR=$BUILD/bench-ab
+mkdir -p "$DIR" "$(dirname "$OUT")"
+if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
+  echo "bench-ab: the kernel or the host client does not build (see $DIR/build.log)" >&2
+  exit 1
+fi
+
+field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+status=0
+declare -A rps=() p99=() held=() queued=() spins=()
+total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$VARIANTS") * ROUNDS ))
+point=0
+start=$SECONDS
+for round in $(seq 1 "$ROUNDS"); do
+  for model in $MODELS; do
+    for v in $VARIANTS; do
+      name=${v%%:*}
+      args=${v#*:}
+      extra=${args:+ ${args//,/ }}
+      key=$model/$name/$round
+      log=$DIR/${model}_${name}_r$round.log
+      point=$((point + 1))
+      echo "bench-ab: [$point/$total] round $round, ${model^^} on $SMP hart(s), $name ($((SECONDS - start)) s so far)" >&2
+      PORT=$(free_port)
+      qemu_cmd "$SMP" 256M "user=matrixd,-m,$model,-q monitor$extra" "$PORT"
+      if ! python3 scripts/console-drive.py "$log" --timeout 300 --end kill \
+           --expect "matrixd: baseline" --send '\r' --expect "coral> " \
+           --run "$MCLIENT -p $PORT -c 128 -i 0 -d $DURATION_S -n $N > $log.closed 2>&1" \
+           --run "sleep 2; $MCLIENT -p $PORT -c 64 -i 100 -d $DURATION_S -n $N > $log.light 2>&1" \
+           --send 'stats\r' --expect "handed over" --expect "coral> " \
+           -- "${QEMU_CMD[@]}" 2> "$log.err"; then
+        echo "bench-ab: $key failed: $(cat "$log.err") (see $log)" >&2
+        status=1
+        continue
+      fi
+      rps[$key]=$(field rps "$(grep '^mclient: ' "$log.closed" | tail -1)")
+      p99[$key]=$(field p99_us "$(grep '^mclient: ' "$log.light" | tail -1)")
+      clean=$(tr -d '\r' < "$log")
+      held[$key]=$(sed -n 's/^ *lock (.*): sections [0-9]*, found held \([0-9]*\),.*/\1/p' <<< "$clean" | tail -1)
+      queued[$key]=$(sed -n 's/.*left to a coroutine \([0-9]*\), queued by one \([0-9]*\).*/\1+\2/p' <<< "$clean" | tail -1)
+      # Polls spent waiting for spinlocks found held, all names together.
+      spins[$key]=$(awk '/spinlocks found held/ { on = 1; next } on && /polls/ { sub(/.*polls /, ""); sub(/ .*/, ""); s += $1 } END { print s + 0 }' <<< "$clean")
+      echo "BENCH name=ab_${model}_${name}_r${round}_rps value=${rps[$key]:-0} unit=req/s"
+      echo "BENCH name=ab_${model}_${name}_r${round}_light_p99_us value=${p99[$key]:-0} unit=us"
+    done
+  done
+done
+
+{
+  echo "# $TITLE"
+  echo
+  echo "Produced by \`scripts/bench-ab.sh\` on $(date -u +%F): one kernel, booted with each"
+  echo "variant's bootargs in turn within each of $ROUNDS rounds; QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'),"
+  echo "TCG, no \`-icount\`, \`-smp $SMP\`; host: $(nproc) cores, shared. In each boot matrixd"
+  echo "serves the host client's closed loop (128 connections, ${N} x ${N}, ${DURATION_S} s) and then a"
+  echo "light load (64 connections, one matrix every 100 ms each, ${DURATION_S} s); then the"
+  echo "console's \`stats\` gives the counters since boot."
+  echo
+  echo "| model | variant | bootargs | req/s per round | median | light p99 us per round | median | lock found held | recv/send left + queued | spinlock polls |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  for model in $MODELS; do
+    for v in $VARIANTS; do
+      name=${v%%:*}
+      args=${v#*:}
+      r_all= p_all=
+      for round in $(seq 1 "$ROUNDS"); do
+        r_all+="${rps[$model/$name/$round]:-} "
+        p_all+="${p99[$model/$name/$round]:-} "
+      done
+      rmed=$(median <<< "$r_all")
+      pmed=$(median <<< "$p_all")
+      last=$model/$name/$ROUNDS
+      echo "| ${model^^} | $name | ${args:-(none)} | ${r_all% } | $rmed | ${p_all% } | $pmed | ${held[$last]:--} | ${queued[$last]:--} | ${spins[$last]:--} |"
+      echo "BENCH name=ab_${model}_${name}_rps_median value=${rmed:-0} unit=req/s" >&3
+      echo "BENCH name=ab_${model}_${name}_light_p99_us_median value=${pmed:-0} unit=us" >&3
+    done
+  done
+  echo
+  echo "The counters are those of each variant's last boot, closed loop and light"
+  echo "load together. The host is shared: compare variants within a round, and"
+  echo "read a difference smaller than the spread of one variant's rounds as none."
+} 3>&1 > "$OUT"
+echo "bench-ab: wrote $OUT" >&2
+exit $status
