@@ -86,8 +86,12 @@ KTEST(ticks_advance_on_every_busy_hart) {
 
 // While every hart sleeps (this coroutine too, for 50 ms: five periods),
 // none takes its periodic tick; the sleep's own deadline wakes its hart.
-// (A hart may be in the middle of a period when it goes idle: at most one
-// tick each is allowed.)
+// (A hart may be in the middle of a period when it goes idle, and the hart
+// that wakes for the deadline restarts its tick a period later, which a
+// host that stalls its vCPU that long before the count is read lets come
+// due: at most two ticks each are allowed. A hart that kept ticking takes
+// five, as with bootargs idle_tick=1. Seen once: more than one on a hart
+// while another QEMU ran on both host cores.)
 KTEST(idle_harts_take_no_ticks) {
   uint64_t before[BOARD_MAX_HARTS];
   kco_sleep_ms(5);               // (whatever ran before settles)
@@ -95,7 +99,7 @@ KTEST(idle_harts_take_no_ticks) {
     before[i] = harts[i].ticks;
   kco_sleep_ms(50);
   for (uint32_t i = 0; i < nharts_online; i++)
-    KCHECK(harts[i].ticks - before[i] <= 1);
+    KCHECK(harts[i].ticks - before[i] <= 2);
 }
 
 // A timer interrupt held past its deadline is counted late: this coroutine
