@@ -12,7 +12,6 @@
 #include "timer.h"
 #include "trace.h"
 #include "hart.h"
-#include "sysargs.h"
 
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
 // Returns 1 if the key is present (with or without a value).
@@ -99,14 +98,6 @@ void start_main_job(const char *args) {
   if (bootarg(args, "netlock", val, sizeof val) && strcmp(val, "spin") == 0) {
     net_lock_use_spinlock(1);
     kprintf("net: the network lock is a spinlock (netlock=spin)\n");
-  }
-  if (bootarg(args, "netqueue", val, sizeof val)) {
-    int all = strcmp(val, "all") == 0, worker = strcmp(val, "worker") == 0;
-    int off = !all && !worker;
-    sys_net_queue(off ? NETQ_OFF : worker ? NETQ_WORKER : NETQ_ALL);
-    kprintf("net: recv and send %s the network lock (netqueue=%s)\n",
-            off ? "spin for" : worker ? "of stackless coroutines queue behind" : "queue behind",
-            off ? "off" : worker ? "worker" : "all");
   }
   if (bootarg(args, "ipi", val, sizeof val) && strcmp(val, "now") == 0) {
     hart_ipi_at_once(1);

@@ -34,8 +34,6 @@ int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio);
 int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint32_t prio,
                               int flags);
 cid_t kco_current(void);
-// Is the running coroutine stackless (it cannot wait but by returning CO_PENDING)?
-int kco_current_stackless(void);
 // Wake a blocked coroutine (also safe from interrupt handlers). With several
 // harts: when this hart has nothing else ready, into this hart's lane, with
 // no other hart woken (wake-affine: this hart runs it next); otherwise as

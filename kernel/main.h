@@ -17,8 +17,6 @@
 //                 NOFILE_MAX, kernel/abi.h); beside any job
 //   for comparisons, beside any job (the old ways of doing a thing):
 //   netlock=spin  the network lock is a spinlock (net/netlock.c)
-//   netqueue=off|worker|all  how recv and send wait for a held network lock
-//                 (kernel/sys_net.c, net/socket.h)
 //   ipi=now       IPIs are sent at once, a spinlock held or not (kernel/spinlock.c)
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers

@@ -209,11 +209,6 @@ cid_t kco_current(void) {
   return c ? co_cid(c) : CID_NONE;
 }
 
-int kco_current_stackless(void) {
-  struct co *c = this_hart()->cur;
-  return c && c->kind == CO_STACKLESS;
-}
-
 // Wake-affine (kco.h): at light load a request's steps are woken one by
 // another, and each that went to another hart's lane crossed harts: an IPI to
 // a halted hart, which a vCPU is slow to wake from (on this emulator host,

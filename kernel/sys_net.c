@@ -118,35 +118,6 @@ long sys_accept(struct thread *t, struct sysargs *sa, int may_block) {
   }
 }
 
-// How a recv or send waits if the network lock is held (net/socket.h), by
-// who is trying it and the mode (bootargs netqueue=). With netqueue=all, in
-// the trap, an async call of a KMODE_COROUTINE process leaves it to its
-// stackless kernel coroutine (the process goes on at once), which queues the
-// section behind the lock instead of spinning; with netqueue=worker only a
-// call that is already a stackless coroutine's queues. A stackless coroutine
-// is only ever such a worker here (the polling thread and the switcher are
-// stackful, and spin).
-// By default the trap spins, and so do the kernel coroutines: on this
-// emulator the queued forms cost more requests per second than the spinning
-// saved, although they ran about 9% fewer guest instructions per request on
-// two harts (docs/results/ab-netqueue.md). bootargs netqueue=worker|all.
-static int queue_mode = NETQ_OFF;
-
-void sys_net_queue(int mode) { queue_mode = mode; }
-
-static int lock_wait_kind(struct thread *t, struct sysargs *sa, int may_block) {
-  if (may_block)
-    return SOCK_SLEEP;
-  if (queue_mode == NETQ_OFF)
-    return SOCK_SPIN;
-  if (sysargs_in_trap(t, sa))
-    return queue_mode == NETQ_ALL && (t->uc.x[REG_A7] & SYS_ASYNC) &&
-                   __atomic_load_n(&t->proc->kmode, __ATOMIC_RELAXED) == KMODE_COROUTINE
-               ? SOCK_DEFER
-               : SOCK_SPIN;
-  return kco_current_stackless() ? SOCK_QUEUE : SOCK_SPIN;
-}
-
 // recv and send share their checks and their waiting.
 static long transfer(struct thread *t, struct sysargs *sa, int may_block, int is_send) {
   struct proc *p = t->proc;
@@ -161,10 +132,9 @@ static long transfer(struct thread *t, struct sysargs *sa, int may_block, int is
     return 0;
   if (!user_range_ok(p, sa->a[1], (uint64_t)n, is_send ? PTE_R : PTE_W))
     return -EFAULT;
-  int how = lock_wait_kind(t, sa, may_block);
   for (;;) {
-    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, how, sa)
-                     : sock_recv(s, p->pagetable, sa->a[1], n, how, sa);
+    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, may_block)
+                     : sock_recv(s, p->pagetable, sa->a[1], n, may_block);
     if (r != -EAGAIN)
       return r;
     if ((r = sock_wait(p, sa, may_block, is_send ? SOCK_SEND : SOCK_RECV)) != 0)

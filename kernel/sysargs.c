@@ -45,8 +45,6 @@ int user_range_ok(struct proc *p, uint64_t uva, uint64_t len, uint64_t perm) {
   return 1;
 }
 
-int sysargs_busy(struct sysargs *sa) { return sa->sock && sock_drop_queued(sa->sock, sa); }
-
 void sysargs_release(struct sysargs *sa) {
   if (sa->sock)
     sock_put(sa->sock);

@@ -53,13 +53,8 @@ static inline int sysargs_in_trap(const struct thread *t, const struct sysargs *
   return sa->a == &t->uc.x[REG_A0];
 }
 
-// Drop the references sa holds (kernel/sysargs.c). Not while sysargs_busy.
+// Drop the references sa holds (kernel/sysargs.c).
 void sysargs_release(struct sysargs *sa);
-// Has the call a section queued behind the network lock that has not run yet
-// (a recv or send of a stackless kernel coroutine, net/socket.h SOCK_QUEUE)?
-// Then it must not end: its coroutine is woken when the section has run. If
-// not, any result such a section left is dropped (the call ends without it).
-int sysargs_busy(struct sysargs *sa);
 
 // Descriptors and user ranges (kernel/sysargs.c).
 struct file;
@@ -80,12 +75,6 @@ long sys_recv(struct thread *t, struct sysargs *sa, int may_block);
 long sys_send(struct thread *t, struct sysargs *sa, int may_block);
 long sys_shutdown(struct thread *t, struct sysargs *sa, int may_block);
 long sys_connect(struct thread *t, struct sysargs *sa, int may_block);
-// bootargs netqueue=: how recv and send wait for a held network lock: off
-// (the default: all spin), worker (a stackless kernel coroutine that has the
-// call queues it; the trap spins) or all (besides, the trap of an async call
-// leaves it to its stackless coroutine, which queues it).
-enum { NETQ_OFF, NETQ_WORKER, NETQ_ALL };
-void sys_net_queue(int mode);
 
 // Hand a call that returned WOULD_BLOCK to a kernel coroutine, chosen by the
 // process's kernel mode (KMODE_*; kernel/syswork.c). cid != 0: an async call

@@ -234,11 +234,7 @@ static int stackless_poll(void *arg) {
     if (__atomic_load_n(&w->p->killed, __ATOMIC_SEQ_CST))
       r = attempt(w, kco_current());   // -EINTR
   }
-  // A section of the call still queued behind the network lock (it can be
-  // left there by a call that then failed, or was killed) must run before
-  // the call ends and gives up its socket and process: the holder that runs
-  // it wakes this coroutine (net/socket.h, SOCK_QUEUE).
-  if (r == WOULD_BLOCK || sysargs_busy(&w->sa))
+  if (r == WOULD_BLOCK)
     return CO_PENDING;
   if (w->link.kcid)
     proc_async_unregister(w->p, &w->link);

@@ -49,7 +49,6 @@ int net_poll(struct net_req *r);
 void net_lock_use_spinlock(int on);  // bootargs netlock=spin: a plain spinlock, as before
 int net_lock_is_spinlock(void);
 uint64_t net_lock_queued(void);      // requests that found the lock held, so far (tests)
-int net_lock_busy(void);             // the CES lock is held now (a hint: it may change at once)
 // net/net.c, at the end of every section: re-arm the timer coroutine if lwIP
 // asked for an earlier timeout, and wake the loopback coroutine if packets wait.
 void net_section_end(void);

@@ -109,8 +109,6 @@ int net_submit(struct net_req *r, void (*fn)(void *), void *arg) {
 
 int net_poll(struct net_req *r) { return use_spin || ces_poll(&mx, &r->node); }
 
-int net_lock_busy(void) { return !use_spin && __atomic_load_n(&mx.tail, __ATOMIC_RELAXED) != 0; }
-
 uint64_t net_lock_queued(void) {
   return __atomic_load_n(use_spin ? &spin_queued : &mx.queued, __ATOMIC_RELAXED);
 }

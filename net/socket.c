@@ -35,11 +35,6 @@ struct socket {
   struct socket *aq_head, *aq_tail, *aq_next;
   int aq_len, backlog;
   struct waitq wq;
-  // A recv or send whose section waits behind the network lock for a
-  // stackless kernel coroutine (SOCK_QUEUE, below): the call that owns it
-  // (claimed with a compare-and-swap; only the owner touches `queued`).
-  const void *queued_owner;
-  struct xfer_queued *queued;
 };
 
 static int nsockets;
@@ -402,128 +397,18 @@ static int recv_finds_nothing(struct socket *s) {
          __atomic_load_n(&s->pcb, __ATOMIC_RELAXED);
 }
 
-// ---- a transfer queued for a stackless caller (SOCK_QUEUE) ----
-// A stackless kernel coroutine cannot sleep in net_run, and spinning there
-// on two harts cost matrixd KCUC thousands of instructions a call (waiting
-// for every section queued before it). CES's own form for such a caller:
-// its section goes on the lock's queue as a request, the coroutine returns
-// (-EAGAIN: its worker waits, CO_PENDING), and the holder that runs the
-// section wakes it; its next attempt takes the result. The request lives in
-// a record of its own, hung on the socket: one per socket at a time (a
-// second caller on the same socket meanwhile spins, as before). The record
-// stays until its section has run and its owner has taken or dropped the
-// result (sock_drop_queued), so neither the socket nor the process's page
-// table goes while a holder may still run it: the owning call holds a
-// reference to the socket, and its process waits for its calls in flight.
-// (Used with bootargs netqueue=worker|all; by default callers spin: on the
-// emulator that measured better, docs/results/ab-netqueue.md.)
-struct xfer_queued {
-  struct net_req req;
-  struct xfer x;
-};
-_Static_assert(sizeof(struct xfer_queued) <= 128, "xfer_queued: one small kmalloc class");
-
-// owner's record on s, if it has one. (The owner token is a call's own
-// struct sysargs, which no other call in flight shares.)
-static struct xfer_queued *queued_of(struct socket *s, const void *owner) {
-  return __atomic_load_n(&s->queued_owner, __ATOMIC_ACQUIRE) == owner ? s->queued : 0;
-}
-
-static void queued_free(struct socket *s, struct xfer_queued *q) {
-  s->queued = 0;
-  kfree(q);
-  __atomic_store_n(&s->queued_owner, 0, __ATOMIC_RELEASE);   // the socket's record is free
-}
-
-// The section of owner's record has run: its result, and the record is gone.
-// Not yet: 1 (the holder wakes the caller when it has run it).
-static int queued_take(struct socket *s, struct xfer_queued *q, long *r) {
-  if (!net_poll(&q->req))
-    return 1;
-  *r = q->x.r;
-  queued_free(s, q);
-  return 0;
-}
-
-// Queue x's section for owner, or run it now if the lock is free. The
-// result, or -EAGAIN if it was queued. 1 in *spin: no record could be had
-// (the socket's is taken, or no memory): the caller runs it as before.
-static long queue_xfer(struct socket *s, const struct xfer *x, const void *owner, int *spin) {
-  const void *none = 0;
-  if (__atomic_load_n(&s->queued_owner, __ATOMIC_RELAXED) ||
-      !__atomic_compare_exchange_n(&s->queued_owner, &none, owner, 0, __ATOMIC_ACQUIRE,
-                                   __ATOMIC_RELAXED)) {
-    *spin = 1;                   // another call's section waits on this socket
-    return 0;
-  }
-  struct xfer_queued *q = kmalloc(sizeof *q);
-  if (!q) {
-    __atomic_store_n(&s->queued_owner, 0, __ATOMIC_RELEASE);
-    *spin = 1;
-    return 0;
-  }
-  s->queued = q;
-  q->x = *x;
-  __atomic_fetch_add(&stats.xfer_queued, 1, __ATOMIC_RELAXED);
-  if (!net_submit(&q->req, xfer_section, &q->x))
-    return -EAGAIN;              // queued: the holder runs it and wakes us
-  long r = q->x.r;               // the lock was free after all: it has run
-  queued_free(s, q);
-  return r;
-}
-
-// recv and send for every kind of caller (socket.h, "how").
-static long xfer(struct socket *s, struct xfer *x, int how, const void *owner) {
-  if (how == SOCK_QUEUE) {
-    struct xfer_queued *q = queued_of(s, owner);
-    long r;
-    if (q) {
-      if (queued_take(s, q, &r))
-        return -EAGAIN;          // not run yet: its holder wakes us
-      if (r != -EAGAIN)
-        return r;
-      // It ran and found nothing to do, before this attempt's registration
-      // on the socket's queue (kernel/syswork.c's attempt registers again
-      // before each try): the wake of an event since then may be the one
-      // this run answers, so the answer is not to be trusted. Ask again,
-      // now, without queuing: an answer that says wait is then fresh.
-      how = SOCK_SPIN;
-    }
-  }
-  if (!x->send && recv_finds_nothing(s))
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block) {
+  if (recv_finds_nothing(s))
     return -EAGAIN;
-  if (how >= SOCK_DEFER && net_lock_busy()) {
-    if (how == SOCK_DEFER) {
-      __atomic_fetch_add(&stats.xfer_deferred, 1, __ATOMIC_RELAXED);
-      return -EAGAIN;            // the caller's kernel coroutine will queue it
-    }
-    int spin = 0;
-    long r = queue_xfer(s, x, owner, &spin);
-    if (!spin)
-      return r;
-  }
-  net_run(xfer_section, x, how == SOCK_SLEEP);
-  return x->r;
-}
-
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int how, const void *owner) {
   struct xfer x = { 0, s, pt, uva, n, 0 };
-  return xfer(s, &x, how, owner);
+  net_run(xfer_section, &x, may_block);
+  return x.r;
 }
 
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int how, const void *owner) {
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block) {
   struct xfer x = { 1, s, pt, uva, n, 0 };
-  return xfer(s, &x, how, owner);
-}
-
-int sock_drop_queued(struct socket *s, const void *owner) {
-  struct xfer_queued *q = queued_of(s, owner);
-  if (!q)
-    return 0;
-  if (!net_poll(&q->req))
-    return 1;                    // still queued: the caller must wait for its wake
-  queued_free(s, q);
-  return 0;
+  net_run(xfer_section, &x, may_block);
+  return x.r;
 }
 
 int sock_shutdown(struct socket *s, int how) {
@@ -727,7 +612,5 @@ static void print_stats(stats_out_fn *out) {
   sock_get_stats(&ss);
   out("     sockets %d, tcp pcbs %d; accepted %lu, refused %lu, reset %lu; bytes in %lu, out %lu\n",
       sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out);
-  out("     recv/send found the lock held: left to a coroutine %lu, queued by one %lu\n",
-      ss.xfer_deferred, ss.xfer_queued);
 }
 STATS_SOURCE(42, "net", print_stats);

@@ -36,23 +36,10 @@ int sock_refuse(struct socket *s);
 // Transfers between the socket and user memory at uva in page table pt (already
 // validated by the caller). recv: bytes, 0 when the peer has closed, -EAGAIN,
 // -ECONNRESET... send: bytes queued (at least 1), -EAGAIN, -EPIPE, -ECONNRESET...
-// how: what the caller does when the network lock is held (net/net.h):
-//   SOCK_SPIN   spin on its request (it cannot block: the switcher's first
-//               attempt of a synchronous call, the polling kernel thread);
-//   SOCK_SLEEP  sleep while the holder runs it (a stackful coroutine that may block);
-//   SOCK_DEFER  answer -EAGAIN without touching the lock (the trap of an async
-//               call, which a stackless kernel coroutine then takes over);
-//   SOCK_QUEUE  queue the section for `owner`, the call's token, and answer
-//               -EAGAIN: the holder runs it and wakes the calling (stackless)
-//               coroutine, whose next attempt with the same owner takes the
-//               result. A call that queued must not end before
-//               sock_drop_queued(s, owner) answers 0.
-enum { SOCK_SPIN, SOCK_SLEEP, SOCK_DEFER, SOCK_QUEUE };
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int how, const void *owner);
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int how, const void *owner);
-// The call `owner` ends: forget its queued section's result, if any. 1 if
-// the section has not run yet (the caller must wait for the wake and ask again).
-int sock_drop_queued(struct socket *s, const void *owner);
+// may_block: the caller may sleep while the network lock is contended (see
+// net_run in net/net.h); 0 from the switcher and from stackless coroutines.
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block);
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block);
 // Start a connection to ip:port (ip in host order), or report on the one
 // started: -EAGAIN while the handshake runs, then 0 (once; -EISCONN after),
 // or -ECONNREFUSED / -ETIMEDOUT (the socket is spent), -ENETUNREACH, -EINVAL.
@@ -73,8 +60,6 @@ struct sock_stats {
   uint64_t accepted, refused;        // connections queued for accept / refused with a reset
   uint64_t resets;                   // connections that ended with an error (reset by the peer, ...)
   uint64_t bytes_in, bytes_out;
-  uint64_t xfer_deferred;            // async recv/send that found the lock held in the trap
-  uint64_t xfer_queued;              // recv/send sections queued by a stackless caller
 };
 void sock_get_stats(struct sock_stats *st);
 #endif

@@ -10,11 +10,11 @@
 #
 #   scripts/bench-ab.sh   (env: BUILD, VARIANTS, MODELS, SMP, N, ROUNDS, DURATION_S, OUT, TITLE)
 #   VARIANTS: "name:bootargs" words, bootargs with commas for spaces, e.g.
-#     "queue: spin:netqueue=off" or "deferred: now:ipi=now"
+#     "deferred: now:ipi=now" or "ces: spin:netlock=spin"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, qemu_cmd, free_port
-VARIANTS=${VARIANTS:-"queue: spin:netqueue=off"}
+VARIANTS=${VARIANTS:-"deferred: now:ipi=now"}
 MODELS=${MODELS:-kcuc}
 SMP=${SMP:-2}
 N=${N:-15}

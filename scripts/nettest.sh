@@ -216,29 +216,7 @@ limit_check() {   # NAME BOOTARGS SERVED
   halt_qemu
 }
 
-# recv and send queued behind the network lock instead of spinning (bootargs
-# netqueue=all; kernel/sys_net.c, net/socket.h): KCUC on two harts under a
-# closed loop of 128 connections, which keeps the lock contended. Every
-# answer right, no connection left without one, and the kernel's memory back
-# to the baseline after (each queued section's record freed).
-queued_check() {
-  LOG=$LOGS/net-kcuc-netqueue.log
-  if ! boot_matrixd "$LOG" 2 "netqueue=all user=matrixd,-m,kcuc"; then
-    fail "kcuc-netqueue/boot" "no 'matrixd: baseline' line (see $LOG)"
-    halt_qemu
-    return
-  fi
-  local n
-  n=$(lines idle)
-  client kcuc-netqueue/closed-loop -c 128 -i 0 -d 3
-  idle_check kcuc-netqueue/idle "$n"
-  t=$(trouble)
-  [ -z "$t" ] || fail "kcuc-netqueue/log" "$t (see $LOG)"
-  halt_qemu
-}
-
 if [[ " $MODELS " == *" kcuc "* ]]; then
-  queued_check
   limit_check kcuc-limit-conns "user=matrixd,-m,kcuc,-c,4" 4
   limit_check kcuc-limit-nofile "nofile=10 user=matrixd,-m,kcuc,-c,100" 6
 fi

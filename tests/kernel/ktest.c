@@ -6,7 +6,6 @@
 #include "main.h"
 #include "kmalloc.h"
 #include "monitor.h"
-#include "net.h"
 #include "palloc.h"
 #include "printf.h"
 #include "riscv.h"
@@ -143,10 +142,6 @@ static int run_one(const struct ktest *t) {
   cur_failed = 0;
   cur_why[0] = 0;
   test_done = 0;
-  if (t->needs_net && net_start() != 0) {
-    kprintf("KTEST FAIL %s: the network stack does not start (no card?)\n", t->name);
-    return 0;
-  }
   snap(&before);
   struct cache_use cache_before = cache_usage();
   uint64_t instret0 = rdinstret(), cycle0 = rdcycle();
@@ -209,21 +204,17 @@ static void runner(void *arg) {
     kprintf("KTEST DONE passed=0 failed=1\n");
     poweroff(1);
   }
-  // Tests that use sockets last: once the network stack runs, its receive
-  // coroutine takes every frame the card brings, which the card's own
-  // tests (test_vnet.c) expect to find themselves.
-  int stop = 0;
-  for (int net = 0; net < 2 && !stop; net++)
-    for (const struct ktest *t = __ktests_start; t < __ktests_end && !stop; t++) {
-      if (!picked(t->name) || t->needs_net != net)
-        continue;
-      int r = run_one(t);
-      if (r > 0)
-        passed++;
-      else
-        failed++;
-      stop = r < 0;
-    }
+  for (const struct ktest *t = __ktests_start; t < __ktests_end; t++) {
+    if (!picked(t->name))
+      continue;
+    int r = run_one(t);
+    if (r > 0)
+      passed++;
+    else
+      failed++;
+    if (r < 0)
+      break;
+  }
   kprintf("KTEST DONE passed=%d failed=%d\n", passed, failed);
   poweroff(failed != 0 || passed == 0);
 }

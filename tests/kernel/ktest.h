@@ -14,19 +14,13 @@
 struct ktest {
   const char *name;
   void (*fn)(void);
-  int needs_net;        // the runner starts the network stack before it (KTEST_NET)
 };
 
-#define KTEST_ENTRY(nm, net)                                                   \
+#define KTEST(nm)                                                              \
   static void nm(void);                                                        \
   static const struct ktest ktest_entry_##nm                                   \
-      __attribute__((section(".ktests"), used, aligned(8))) = { #nm, nm, net }; \
+      __attribute__((section(".ktests"), used, aligned(8))) = { #nm, nm };     \
   static void nm(void)
-#define KTEST(nm) KTEST_ENTRY(nm, 0)
-// A test that uses sockets: the runner starts the network stack (once, for
-// good: its coroutines and memory are not the test's) before it counts, and
-// runs such tests after all the others.
-#define KTEST_NET(nm) KTEST_ENTRY(nm, 1)
 
 #define KTEST_PRIO 4          // priority the test bodies run at
 
