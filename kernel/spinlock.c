@@ -146,9 +146,10 @@ static __attribute__((noinline, cold, noreturn)) void bad_release(struct spinloc
 // spinlock. (Late by the rest of the critical section: the woken hart then
 // finds the work the section published, which it would have had to wait for
 // the lock to see anyway.)
-// (spin_unlock's last act when IPIs wait, a tail call, so that spin_unlock
-// needs no stack frame: with a plain call it had one, 8 instructions on
-// every release.) Interrupts go back on after the IPIs, as they would have.
+//
+// send_pending_ipis is spin_unlock's last act when IPIs wait, a tail call,
+// so that spin_unlock needs no stack frame (with a plain call it had one: 8
+// instructions on every release); so it also turns interrupts back on.
 static __attribute__((noinline)) void send_pending_ipis(struct hart *h) {
   uint64_t pending = h->ipi_pending;
   h->ipi_pending = 0;

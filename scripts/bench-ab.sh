@@ -4,7 +4,7 @@
 # matrices, DURATION_S seconds: requests/s) and then a light load (64
 # connections, one matrix every 100 ms each: p99 latency), both in the same
 # boot, and then the console monitor's `stats` (the network lock's counters,
-# the socket calls that found it held, the spinlocks found held). The variants
+# the spinlocks found held). The variants
 # alternate within each of ROUNDS rounds, so a host whose load changes over the
 # run moves them alike. Prints BENCH lines and writes OUT.
 #
@@ -13,7 +13,7 @@
 #     "deferred: now:ipi=now" or "ces: spin:netlock=spin"
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/qemu-lib.sh     # BUILD, QEMU, qemu_cmd, free_port
+source scripts/qemu-lib.sh     # BUILD, QEMU, drive_matrixd_stats, median
 VARIANTS=${VARIANTS:-"deferred: now:ipi=now"}
 MODELS=${MODELS:-kcuc}
 SMP=${SMP:-2}
@@ -33,9 +33,8 @@ if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIE
 fi
 
 field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 status=0
-declare -A rps=() p99=() held=() queued=() spins=()
+declare -A rps=() p99=() held=() spins=()
 total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$VARIANTS") * ROUNDS ))
 point=0
 start=$SECONDS
@@ -49,14 +48,9 @@ for round in $(seq 1 "$ROUNDS"); do
       log=$DIR/${model}_${name}_r$round.log
       point=$((point + 1))
       echo "bench-ab: [$point/$total] round $round, ${model^^} on $SMP hart(s), $name ($((SECONDS - start)) s so far)" >&2
-      PORT=$(free_port)
-      qemu_cmd "$SMP" 256M "user=matrixd,-m,$model,-q monitor$extra" "$PORT"
-      if ! python3 scripts/console-drive.py "$log" --timeout 300 --end kill \
-           --expect "matrixd: baseline" --send '\r' --expect "coral> " \
-           --run "$MCLIENT -p $PORT -c 128 -i 0 -d $DURATION_S -n $N > $log.closed 2>&1" \
-           --run "sleep 2; $MCLIENT -p $PORT -c 64 -i 100 -d $DURATION_S -n $N > $log.light 2>&1" \
-           --send 'stats\r' --expect "handed over" --expect "coral> " \
-           -- "${QEMU_CMD[@]}" 2> "$log.err"; then
+      if ! drive_matrixd_stats "$log" "$SMP" "$model" "$extra" \
+           "$MCLIENT -p \$PORT -c 128 -i 0 -d $DURATION_S -n $N > $log.closed 2>&1" \
+           "sleep 2; $MCLIENT -p \$PORT -c 64 -i 100 -d $DURATION_S -n $N > $log.light 2>&1"; then
         echo "bench-ab: $key failed: $(cat "$log.err") (see $log)" >&2
         status=1
         continue
@@ -65,7 +59,6 @@ for round in $(seq 1 "$ROUNDS"); do
       p99[$key]=$(field p99_us "$(grep '^mclient: ' "$log.light" | tail -1)")
       clean=$(tr -d '\r' < "$log")
       held[$key]=$(sed -n 's/^ *lock (.*): sections [0-9]*, found held \([0-9]*\),.*/\1/p' <<< "$clean" | tail -1)
-      queued[$key]=$(sed -n 's/.*left to a coroutine \([0-9]*\), queued by one \([0-9]*\).*/\1+\2/p' <<< "$clean" | tail -1)
       # Polls spent waiting for spinlocks found held, all names together.
       spins[$key]=$(awk '/spinlocks found held/ { on = 1; next } on && /polls/ { sub(/.*polls /, ""); sub(/ .*/, ""); s += $1 } END { print s + 0 }' <<< "$clean")
       echo "BENCH name=ab_${model}_${name}_r${round}_rps value=${rps[$key]:-0} unit=req/s"
@@ -84,8 +77,8 @@ done
   echo "light load (64 connections, one matrix every 100 ms each, ${DURATION_S} s); then the"
   echo "console's \`stats\` gives the counters since boot."
   echo
-  echo "| model | variant | bootargs | req/s per round | median | light p99 us per round | median | lock found held | recv/send left + queued | spinlock polls |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| model | variant | bootargs | req/s per round | median | light p99 us per round | median | lock found held | spinlock polls |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for model in $MODELS; do
     for v in $VARIANTS; do
       name=${v%%:*}
@@ -98,7 +91,7 @@ done
       rmed=$(median <<< "$r_all")
       pmed=$(median <<< "$p_all")
       last=$model/$name/$ROUNDS
-      echo "| ${model^^} | $name | ${args:-(none)} | ${r_all% } | $rmed | ${p_all% } | $pmed | ${held[$last]:--} | ${queued[$last]:--} | ${spins[$last]:--} |"
+      echo "| ${model^^} | $name | ${args:-(none)} | ${r_all% } | $rmed | ${p_all% } | $pmed | ${held[$last]:--} | ${spins[$last]:--} |"
       echo "BENCH name=ab_${model}_${name}_rps_median value=${rmed:-0} unit=req/s" >&3
       echo "BENCH name=ab_${model}_${name}_light_p99_us_median value=${pmed:-0} unit=us" >&3
     done

@@ -12,7 +12,7 @@
 #   that the order does not decide the result)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/qemu-lib.sh     # BUILD, QEMU, qemu_cmd, free_port
+source scripts/qemu-lib.sh     # BUILD, QEMU, drive_matrixd_stats, median
 OUT=${OUT:-docs/results/netlock.md}
 MODELS=${MODELS:-kcuc ktut}
 SMPS=${SMPS:-2 1}
@@ -40,13 +40,8 @@ for round in $(seq 1 "$ROUNDS"); do
         [ $lock = spin ] && extra=" netlock=spin"
         log=$DIR/${model}_smp${smp}_${lock}_r$round.log
         echo "bench-netlock: round $round, ${model^^} on $smp hart(s), $lock" >&2
-        PORT=$(free_port)
-        qemu_cmd "$smp" 256M "user=matrixd,-m,$model,-q monitor$extra" "$PORT"
-        if ! python3 scripts/console-drive.py "$log" --timeout 300 --end kill \
-             --expect "matrixd: baseline" --send '\r' --expect "coral> " \
-             --run "$MCLIENT -p $PORT -c 128 -i 0 -d $DURATION_S -n $N > $log.client 2>&1" \
-             --send 'stats\r' --expect "handed over" --expect "coral> " \
-             -- "${QEMU_CMD[@]}" 2> "$log.err"; then
+        if ! drive_matrixd_stats "$log" "$smp" "$model" "$extra" \
+             "$MCLIENT -p \$PORT -c 128 -i 0 -d $DURATION_S -n $N > $log.client 2>&1"; then
           echo "bench-netlock: $key failed: $(cat "$log.err") (see $log)" >&2
           status=1
           continue
@@ -59,7 +54,6 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 {
   echo "# The network lock: CES mutex against spinlock"
   echo

@@ -179,6 +179,30 @@ build_for_profile() {
   fi
 }
 
+# drive_matrixd_stats LOG SMP MODEL EXTRA RUN...: boot matrixd (MODEL, -q)
+# with the console monitor beside it and bootargs EXTRA (" netlock=spin"...),
+# run each RUN on the host in turn once matrixd is up (a shell command; PORT,
+# exported, is the host port forwarded to it), then have the monitor print
+# `stats` into LOG. QEMU's errors go to LOG.err. 0 if every step was met
+# (bench-netlock.sh, bench-ab.sh).
+drive_matrixd_stats() {
+  local log=$1 smp=$2 model=$3 extra=$4 r
+  shift 4
+  local runs=()
+  for r in "$@"; do runs+=(--run "$r"); done
+  PORT=$(free_port)
+  export PORT
+  qemu_cmd "$smp" 256M "user=matrixd,-m,$model,-q monitor$extra" "$PORT"
+  python3 scripts/console-drive.py "$log" --timeout 300 --end kill \
+    --expect "matrixd: baseline" --send '\r' --expect "coral> " "${runs[@]}" \
+    --send 'stats\r' --expect "handed over" --expect "coral> " \
+    -- "${QEMU_CMD[@]}" 2> "$log.err"
+}
+
+# The median of numbers on standard input, one per word (of an even count,
+# the mean of the middle two; nothing for none).
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+
 # raise_nofile NEED NAME: raise this shell's open-file limit (which QEMU and
 # mclient inherit: each holds a host descriptor per connection) to at least
 # NEED, the hard limit too if root; or say so as NAME and return 1.
