@@ -325,6 +325,11 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     kmalloc_reclaim();
     palloc_get_stats(&ps);
     return (long)ps.free_pages;
+  case KSTAT_KMALLOC_PAGES:      // as KSTAT_FREE_PAGES does: empty slabs are free
+    syswork_drain();
+    kmalloc_reclaim();
+    kmalloc_get_stats(&ks);
+    return (long)(ks.slab_pages + ks.large_pages);
   case KSTAT_KMALLOC_BYTES:
     syswork_drain();
     kmalloc_get_stats(&ks);

@@ -5,9 +5,9 @@
 //   kstats
 //
 // Output (parsed; keep the format): one line
-//   kstats: free_pages=F kmalloc_bytes=B kmalloc_objects=O cache_bytes=CB
-//           cache_objects=CO coroutines=C procs=P sockets=S tcp_pcbs=T timers=M
-//           heap_pages=H
+//   kstats: free_pages=F kmalloc_pages=K kmalloc_bytes=B kmalloc_objects=O
+//           cache_bytes=CB cache_objects=CO coroutines=C procs=P sockets=S
+//           tcp_pcbs=T timers=M heap_pages=H
 // The first sample waits until the machine is at rest (KSTAT_QUIET), so that
 // work in flight (a call's coroutine finishing on another hart) is not counted
 // as held memory; the others follow at once. kmalloc_* include the caches
@@ -16,6 +16,7 @@
 
 static const struct { int what; const char *name; } counters[] = {
   { KSTAT_FREE_PAGES, "free_pages" },
+  { KSTAT_KMALLOC_PAGES, "kmalloc_pages" },
   { KSTAT_KMALLOC_BYTES, "kmalloc_bytes" },
   { KSTAT_KMALLOC_OBJECTS, "kmalloc_objects" },
   { KSTAT_CACHE_BYTES, "cache_bytes" },
