@@ -87,6 +87,8 @@ struct thread {
   struct waitq uwait;             // uwait() sleeps here
   int uwait_state;                // enum uwait_state (atomic; kernel/syscall.c, sys_uwait)
   struct thread *rq_next;         // run-queue link
+  uint64_t quiet_until;           // kstat(KSTAT_QUIET) under way: its safety net's deadline
+                                  // across the rounds it gives the hart up for (kernel/syscall.c), or 0
 };
 
 struct file;

@@ -14,6 +14,10 @@
 #include "proc.h"
 
 #define WOULD_BLOCK (-1000)        // internal: never returned to user space
+// internal too: the caller's thread must give up its hart to the threads that
+// wait for one, then make the same call again (its ecall runs again, with the
+// same arguments: kernel/syscall.c, KSTAT_QUIET on one hart)
+#define AGAIN_AFTER_OTHERS (-1001)
 
 struct socket;
 struct waitq;
