@@ -195,6 +195,9 @@ struct completion_ring {
 // A process moves between fields by one atomic add of the difference; the
 // kernel stores its byte at every kernel entry (an AMO is atomic against an
 // overlapping byte store). kernel_bitmap is the kernel's whole bitmap.
+// timebase_hz is how fast the time CSR counts (set once at boot), so that
+// uptime() reads the clock in user mode, with no system call: user/ulib.c. 0
+// with bootargs uptime=syscall (then uptime() makes the call, as before).
 #define VVAR_NPRIO 8
 #define VVAR_RANK_BITS 7
 #define VVAR_KERNEL_SHIFT 56
@@ -202,6 +205,7 @@ struct completion_ring {
 struct vvar {
   volatile unsigned long ranks;
   volatile unsigned long kernel_bitmap;
+  volatile unsigned long timebase_hz;
 };
 // The fields of ranks better than priority p: every process's and the kernel's.
 static inline unsigned long vvar_better_mask(unsigned long p) {

@@ -9,6 +9,7 @@
 #include "fd.h"
 #include "net.h"
 #include "board.h"
+#include "prio.h"
 #include "timer.h"
 #include "trace.h"
 #include "hart.h"
@@ -98,6 +99,10 @@ void start_main_job(const char *args) {
   if (bootarg(args, "netlock", val, sizeof val) && strcmp(val, "spin") == 0) {
     net_lock_use_spinlock(1);
     kprintf("net: the network lock is a spinlock (netlock=spin)\n");
+  }
+  if (bootarg(args, "uptime", val, sizeof val) && strcmp(val, "syscall") == 0) {
+    prio_vvar_timebase(0);
+    kprintf("coral: uptime() is a system call (uptime=syscall)\n");
   }
   if (bootarg(args, "ipi", val, sizeof val) && strcmp(val, "now") == 0) {
     hart_ipi_at_once(1);

@@ -150,6 +150,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
     kprintf("coral: no valid program archive in the kernel image\n");
   if (prio_init() != 0)
     kpanic("cannot allocate the vvar page");
+  prio_vvar_timebase(board.timebase_hz);
   if (vdso_init() != 0)
     kprintf("coral: user programs cannot run without the vDSO\n");
   switcher_start();

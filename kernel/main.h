@@ -18,6 +18,7 @@
 //   for comparisons, beside any job (the old ways of doing a thing):
 //   netlock=spin  the network lock is a spinlock (net/netlock.c)
 //   ipi=now       IPIs are sent at once, a spinlock held or not (kernel/spinlock.c)
+//   uptime=syscall  uptime() makes the system call instead of reading the clock in user mode (user/ulib.c)
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
 // them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so

@@ -19,6 +19,10 @@ int prio_init(void) {
 
 uint64_t prio_vvar_page(void) { return (uint64_t)vvar; }
 
+// The page also carries the one fact user mode needs to read the clock itself
+// (abi.h): set at boot, before any process runs.
+void prio_vvar_timebase(uint64_t hz) { vvar->timebase_hz = hz; }
+
 // (static inline: prio_publish, on every kernel entry, uses it without a call)
 static inline uint32_t rank(struct proc *p) {
   // Read exec_page once: prio_publish may run for p on one hart while p's

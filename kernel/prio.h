@@ -12,6 +12,7 @@ struct proc;
 
 int prio_init(void);                      // boot: allocate the vvar page
 uint64_t prio_vvar_page(void);            // its physical address, to map into processes
+void prio_vvar_timebase(uint64_t hz);     // what uptime() in user mode divides by (0: the call)
 // The priority a process's work deserves now: the best of its ready bitmap and
 // the coroutine it is running, clamped to [USER_PRIO_CEILING, NPRIO-1].
 uint32_t prio_of(struct proc *p);

@@ -5,7 +5,7 @@
 # connections, one matrix every 100 ms each: p99 latency), both in the same
 # boot, and then the console monitor's `stats` (the network lock's counters,
 # the spinlocks found held). The variants
-# alternate within each of ROUNDS rounds, so a host whose load changes over the
+# alternate within each of ROUNDS rounds (in turned order every other round), so a host whose load changes over the
 # run moves them alike. Prints BENCH lines and writes OUT.
 #
 #   scripts/bench-ab.sh   (env: BUILD, VARIANTS, MODELS, SMP, N, ROUNDS, DURATION_S, OUT, TITLE)
@@ -38,9 +38,16 @@ declare -A rps=() p99=() held=() spins=()
 total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$VARIANTS") * ROUNDS ))
 point=0
 start=$SECONDS
+# The order of the variants turns round by round (A B, then B A): with one
+# order throughout, whichever ran first in a round had the worse light-load
+# p99 in 9 of 10 rounds of two runs that differed only in that order
+# (docs/results/ab-uptime.md), which no variant can be credited with.
+reversed=$(tr ' ' '\n' <<< "$VARIANTS" | grep . | tac | tr '\n' ' ')
 for round in $(seq 1 "$ROUNDS"); do
+  order=$VARIANTS
+  [ $((round % 2)) -eq 0 ] && order=$reversed
   for model in $MODELS; do
-    for v in $VARIANTS; do
+    for v in $order; do
       name=${v%%:*}
       args=${v#*:}
       extra=${args:+ ${args//,/ }}

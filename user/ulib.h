@@ -24,7 +24,8 @@ int spawn(const char *name, const char *const argv[]);
 int wait(int pid, int *status);
 int kill(int pid);
 long brk(void *addr);   // the new break, or -ENOMEM; brk(0) returns the current break
-long uptime(void);
+long uptime(void);      // milliseconds since boot, read in user mode (ulib.c)
+long sys_uptime(void);  // the same by the system call
 long kstat(int what);
 long uwait(void);
 // Raw thread calls (kernel/abi.h). Use uthread_create/uthread_join below.

@@ -274,6 +274,12 @@ static void test_basics(void) {
   }
   check_true("uptime-nonnegative", t >= 0, t, "uptime >= 0");
   check("uptime-monotonic", monotonic, 1);
+  // uptime() reads the clock in user mode (ulib.c); the kernel's call counts
+  // the same milliseconds: one read between two calls lies between them.
+  long k0 = sys_uptime(), u = uptime(), k1 = sys_uptime();
+  check_true("uptime-agrees-with-the-call", k0 >= 0 && k0 <= u && u <= k1, u, "between the calls around it");
+  check_true("uptime-read-in-user-mode",
+             ((const struct vvar *)USER_VVAR)->timebase_hz >= 1000, 0, "a timebase in the vvar page");
 
   for (int i = KSTAT_FREE_PAGES; i <= KSTAT_NPROCS; i++) {
     long v = kstat(i);

@@ -37,7 +37,7 @@ STUB(spawn)
 STUB(wait)
 STUB(kill)
 STUB(brk)
-STUB(uptime)
+SYSCALL sys_uptime, SYS_uptime     # uptime() is in ulib.c: the call only without the vvar's timebase
 STUB(kstat)
 STUB(uwait)
 STUB(thread_create)
