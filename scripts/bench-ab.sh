@@ -78,7 +78,7 @@ done
   echo "# $TITLE"
   echo
   echo "Produced by \`scripts/bench-ab.sh\` on $(date -u +%F): one kernel, booted with each"
-  echo "variant's bootargs in turn within each of $ROUNDS rounds; QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'),"
+  echo "variant's bootargs in turn within each of $ROUNDS rounds (the order reversed every other round); QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'),"
   echo "TCG, no \`-icount\`, \`-smp $SMP\`; host: $(nproc) cores, shared. In each boot matrixd"
   echo "serves the host client's closed loop (128 connections, ${N} x ${N}, ${DURATION_S} s) and then a"
   echo "light load (64 connections, one matrix every 100 ms each, ${DURATION_S} s); then the"
