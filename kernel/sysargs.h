@@ -18,6 +18,7 @@
 // wait for one, then make the same call again (its ecall runs again, with the
 // same arguments: kernel/syscall.c, KSTAT_QUIET on one hart)
 #define AGAIN_AFTER_OTHERS (-1001)
+_Static_assert(AGAIN_AFTER_OTHERS < WOULD_BLOCK, "syscall_dispatch tests r <= WOULD_BLOCK for both");
 
 struct socket;
 struct waitq;

@@ -749,25 +749,28 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
   }
   sa.call = calls[sa.nr];
   long r = sa.call(t, &sa, 0);
-  if (__builtin_expect(r == AGAIN_AFTER_OTHERS, 0)) {
-    t->uc.pc -= 4;               // the same ecall again (a0..a7 untouched), after the
-    return SC_YIELD;             // threads that wait for a hart (wait_quiet)
-  }
-  if (r == WOULD_BLOCK && async) {
-    // The async form: the caller's coroutine (cid in a5) waits; the process
-    // does not. The kernel coroutine runs at the caller's priority (a4, which
-    // the runtime supplies and the kernel clamps: user values are untrusted).
-    cid_t cid = sa.a[5];
-    uint32_t prio = async_prio(sa.a[4]);
-    r = cid == CID_NONE ? -EINVAL : syswork_start(t, &sa, cid, prio);
-    if (r == 0) {
-      t->uc.x[REG_A0] = (uint64_t)-EINPROGRESS;
-      return SC_ASYNC_STARTED;   // (syswork_start took what sa held)
+  // The two internal results lie below every -errno: one test on the common path.
+  if (__builtin_expect(r <= WOULD_BLOCK, 0)) {
+    if (r == AGAIN_AFTER_OTHERS) {
+      t->uc.pc -= 4;             // the same ecall again (a0..a7 untouched), after the
+      return SC_YIELD;           // threads that wait for a hart (wait_quiet)
     }
-  } else if (r == WOULD_BLOCK) {
-    r = wait_for(t, &sa);
-    if (r == WOULD_BLOCK)
-      return SC_BLOCKED;
+    if (r == WOULD_BLOCK && async) {
+      // The async form: the caller's coroutine (cid in a5) waits; the process
+      // does not. The kernel coroutine runs at the caller's priority (a4, which
+      // the runtime supplies and the kernel clamps: user values are untrusted).
+      cid_t cid = sa.a[5];
+      uint32_t prio = async_prio(sa.a[4]);
+      r = cid == CID_NONE ? -EINVAL : syswork_start(t, &sa, cid, prio);
+      if (r == 0) {
+        t->uc.x[REG_A0] = (uint64_t)-EINPROGRESS;
+        return SC_ASYNC_STARTED; // (syswork_start took what sa held)
+      }
+    } else if (r == WOULD_BLOCK) {
+      r = wait_for(t, &sa);
+      if (r == WOULD_BLOCK)
+        return SC_BLOCKED;
+    }
   }
   if (sa.sock || sa.file)
     sysargs_release(&sa);        // the call is over (a worker took sa otherwise)
