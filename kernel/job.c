@@ -13,6 +13,8 @@
 #include "timer.h"
 #include "trace.h"
 #include "hart.h"
+#include "param.h"
+#include "syscall.h"
 
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
 // Returns 1 if the key is present (with or without a value).
@@ -80,18 +82,30 @@ static const struct boot_job *registered_job(const char *args, char *val, size_t
   return 0;
 }
 
+// A bootarg's microseconds: its leading digits, at most about a second.
+static uint32_t bootarg_us(const char *val) {
+  uint32_t us = 0;
+  for (const char *p = val; *p >= '0' && *p <= '9' && us < 1000000; p++)
+    us = us * 10 + (uint32_t)(*p - '0');
+  return us;
+}
+
 void start_main_job(const char *args) {
   char val[BOARD_BOOTARGS_MAX];
   const struct boot_job *job;
   if (bootarg(args, "trace", val, sizeof val))
     trace_boot(val);
   if (bootarg(args, "idle_poll_us", val, sizeof val)) {
-    uint32_t us = 0;
-    for (const char *p = val; *p >= '0' && *p <= '9' && us < 1000000; p++)
-      us = us * 10 + (uint32_t)(*p - '0');
+    uint32_t us = bootarg_us(val);
     sched_set_idle_poll(us);
     kprintf("sched: idle harts poll %u us before they halt\n", us);
   }
+  uint32_t kick_us = UWAIT_KICK_DELAY_US;
+  if (bootarg(args, "kick_us", val, sizeof val)) {
+    kick_us = bootarg_us(val);
+    kprintf("sched: idle executor threads are kicked after %u us of ready work (kick_us)\n", kick_us);
+  }
+  uwait_set_kick_delay_us(kick_us);
   if (bootarg(args, "idle_tick", val, sizeof val) && strcmp(val, "1") == 0) {
     timer_set_idle_tick(1);
     kprintf("timer: idle harts keep their tick (idle_tick=1)\n");

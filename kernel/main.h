@@ -15,6 +15,9 @@
 //                 without one: kernel/timer.c); beside any job
 //   nofile=N      descriptors a process may hold (default NOFILE, at most
 //                 NOFILE_MAX, kernel/abi.h); beside any job
+//   kick_us=N     how long a process's coroutines must stay ready before a
+//                 kernel entry wakes its idle executor thread (default
+//                 UWAIT_KICK_DELAY_US; 0: at once, as before); beside any job
 //   for comparisons, beside any job (the old ways of doing a thing):
 //   netlock=spin  the network lock is a spinlock (net/netlock.c)
 //   ipi=now       IPIs are sent at once, a spinlock held or not (kernel/spinlock.c)

@@ -257,6 +257,8 @@ static void free_slot(struct proc *p) {   // ptable_lock held
   p->state = P_FREE;
   p->async_workers = 0;
   p->apark_total = 0;            // (apark_used and apark[] are empty: exit took every parked read)
+  p->uwait_kicks = 0;
+  p->ready_since = 0;
   p->parent = 0;
   p->killed = 0;
   p->name[0] = 0;

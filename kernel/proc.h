@@ -107,6 +107,9 @@ struct proc {
   uint32_t pub_prio;              // the priority prio_publish ranks it at, or PRIO_UNRANKED
   int nthreads;                   // threads[0, nthreads) are allocated and have been used: loops stop there
   int uwaiters;                   // threads asleep in uwait (atomic; every kernel entry looks)
+  uint64_t ready_since;           // rdtime when a kernel entry first saw ready coroutines with
+                                  //   a sibling asleep in uwait; 0: none since (uwait_kick_siblings)
+  uint64_t uwait_kicks;           // sibling threads its kernel entries woke (KSTAT_UWAIT_KICKS)
   int exit_code;                  // status the process ends with once all threads stop
   struct waitq thread_done;       // thread_join and exit wait here
   struct spinlock lock;           // state, killed, parent/child links

@@ -70,6 +70,15 @@ static enum run_end stop(struct thread *t, int status) {
   return RUN_EXITED;
 }
 
+// t gives up its hart to other work: its process's ready coroutines go to an
+// idle sibling thread now, not after the kick delay (uwait_kick_siblings).
+static enum run_end preempted(struct thread *t) {
+  struct proc *p = t->proc;
+  if (__atomic_load_n(&p->uwaiters, __ATOMIC_RELAXED) && !p->killed)
+    uwait_kick_siblings(t, 1);
+  return RUN_PREEMPTED;
+}
+
 static enum run_end run_thread(struct thread *t) {
   struct proc *p = t->proc;
   uvm_activate(p->pagetable);
@@ -101,7 +110,7 @@ static enum run_end run_thread(struct thread *t) {
     // sets its bitmap bits with acquire-release AMOs, which keep this load
     // after them; sys_uwait's side is sequentially consistent.)
     if (__atomic_load_n(&p->uwaiters, __ATOMIC_RELAXED) && !p->killed)
-      uwait_kick_siblings(t);
+      uwait_kick_siblings(t, 0);
     // ... and the switcher carries that priority from here on (what the
     // process runs now: it may have switched coroutines since the last trap).
     my_prio = carried_priority(p);
@@ -111,7 +120,7 @@ static enum run_end run_thread(struct thread *t) {
       intr_on();
       // (my_prio: published at this trap's entry, above)
       if ((cause & ~SCAUSE_INTERRUPT) == IRQ_S_TIMER && others_waiting(my_prio))
-        return RUN_PREEMPTED;
+        return preempted(t);
     } else if (cause == EXC_ECALL_U) {
       intr_on();
       t->uc.pc += 4;
@@ -130,7 +139,7 @@ static enum run_end run_thread(struct thread *t) {
         return RUN_BLOCKED;     // uintr_leave before t could be woken)
       case SC_YIELD:            // (my_prio: published at this trap's entry, above)
         if (others_waiting(my_prio))
-          return RUN_PREEMPTED;
+          return preempted(t);
         break;
       case SC_EXIT:             // the whole process ends; this thread first
         proc_terminate(p, (int)t->uc.x[REG_A0]);

@@ -25,7 +25,12 @@ enum syscall_outcome syscall_resume(struct thread *t);
 int syscall_fast(struct thread *t);
 int syscall_fast_async(struct thread *t);   // an async pipe read or write (uservec)
 // self, a thread of a process whose other threads may sleep in uwait, has
-// entered the kernel: if the process's executor has ready coroutines, wake
-// one of those sleepers to take a share (see sys_uwait).
-void uwait_kick_siblings(struct thread *self);
+// entered the kernel: if the process's executor has had ready coroutines for
+// the kick delay, wake one of those sleepers to take a share (see sys_uwait).
+// leaving: self is about to stop running user code (it blocks in the kernel
+// or gives up its hart), so ready coroutines wake a sleeper without a delay.
+void uwait_kick_siblings(struct thread *self, int leaving);
+// The kick delay, in microseconds (bootargs kick_us=N; 0: kick at the first
+// entry that sees ready coroutines).
+void uwait_set_kick_delay_us(uint32_t us);
 #endif

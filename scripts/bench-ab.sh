@@ -27,12 +27,8 @@ MCLIENT=$BUILD/host/mclient
 export QEMU_EXTRA="${QEMU_EXTRA:-} -mem-prealloc"
 DIR=$BUILD/bench-ab
 mkdir -p "$DIR" "$(dirname "$OUT")"
-if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
-  echo "bench-ab: the kernel or the host client does not build (see $DIR/build.log)" >&2
-  exit 1
-fi
+build_kernel_and_client bench-ab "$DIR" || exit 1
 
-field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
 status=0
 declare -A rps=() p99=() held=() spins=()
 total=$(( $(wc -w <<< "$MODELS") * $(wc -w <<< "$VARIANTS") * ROUNDS ))

@@ -101,7 +101,6 @@ if ! boot_matrixd "$LOG" "$HARTS" "nofile=16384 user=matrixd,-m,$MODEL,-c,$((IDL
 fi
 HOSTARGS=(-p "$PORT")
 [ "$NET" = tap ] && HOSTARGS=(-H 10.0.2.15 -p 80)
-field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
 log_lines() { tr -d '\r' < "$LOG" | grep "^matrixd: $1"; }
 
 active_run() {   # NAME: ACTIVE connections for DUR s; prints the summary line

@@ -26,13 +26,9 @@ MCLIENT=$BUILD/host/mclient
 DIR=$BUILD/bench-net
 mkdir -p "$DIR" "$(dirname "$OUT")"
 
-if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
-  echo "bench-net: the kernel or the host client does not build (see $DIR/build.log)" >&2
-  exit 1
-fi
+build_kernel_and_client bench-net "$DIR" || exit 1
 
 clean() { tr -d '\r' < "$1"; }
-field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
 
 rows=()
 sat_rows=()

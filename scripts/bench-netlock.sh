@@ -23,12 +23,8 @@ DURATION_S=${DURATION_S:-5}
 MCLIENT=$BUILD/host/mclient
 DIR=$BUILD/bench-netlock
 mkdir -p "$DIR" "$(dirname "$OUT")"
-if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
-  echo "bench-netlock: the kernel or the host client does not build (see $DIR/build.log)" >&2
-  exit 1
-fi
+build_kernel_and_client bench-netlock "$DIR" || exit 1
 
-field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
 status=0
 declare -A rps=() lockline=()
 for round in $(seq 1 "$ROUNDS"); do

@@ -37,12 +37,8 @@ export QEMU_EXTRA="${QEMU_EXTRA:-} -name coral,debug-threads=on -mem-prealloc"
 DIR=$BUILD/bench-smp-net
 mkdir -p "$DIR" "$(dirname "$OUT")"
 
-if ! make -s BUILD="$BUILD" all client > "$DIR/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
-  echo "bench-smp-net: the kernel or the host client does not build (see $DIR/build.log)" >&2
-  exit 1
-fi
+build_kernel_and_client bench-smp-net "$DIR" || exit 1
 
-field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
 # The median of a list of numbers ("" if none; of an even count, the lower middle).
 median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 

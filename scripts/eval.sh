@@ -72,10 +72,7 @@ fi
 
 rm -rf "$OUT"
 mkdir -p "$OUT" "$(dirname "$DOC")"
-if ! make -s BUILD="$BUILD" all client > "$OUT/build.log" 2>&1 || [ ! -x "$MCLIENT" ]; then
-  echo "eval: the kernel or the host client does not build (see $OUT/build.log)" >&2
-  exit 1
-fi
+build_kernel_and_client eval "$OUT" || exit 1
 
 # QEMU's -m for Table 3: the pool is what RAM holds beyond OpenSBI and the
 # kernel image, so probe once (kstats prints the free pages at 64 MiB, with

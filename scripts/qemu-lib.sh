@@ -165,14 +165,24 @@ insnprof_snap() {
   [ ! -e "$1" ] && [ -s "$2" ] || { echo "insnprof: no snapshot $2" >&2; return 1; }
 }
 
-# build_for_profile NAME DIR: build the kernel and the host client (the log in
-# DIR/build.log) and the insnprof plugin, whose path goes to PLUGIN; or say
-# what is missing, as NAME, and return 1.
-build_for_profile() {
+# build_kernel_and_client NAME DIR: build the kernel and the host client (the
+# log in DIR/build.log); or say so, as NAME, and return 1.
+build_kernel_and_client() {
   if ! make -s BUILD="$BUILD" all client > "$2/build.log" 2>&1 || [ ! -x "$BUILD/host/mclient" ]; then
     echo "$1: the kernel or the host client does not build (see $2/build.log)" >&2
     return 1
   fi
+}
+
+# field NAME LINE: the number after " NAME=" in LINE (an mclient summary, a
+# BENCH line), or nothing.
+field() { sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" <<< "$2"; }
+
+# build_for_profile NAME DIR: build the kernel and the host client (the log in
+# DIR/build.log) and the insnprof plugin, whose path goes to PLUGIN; or say
+# what is missing, as NAME, and return 1.
+build_for_profile() {
+  build_kernel_and_client "$1" "$2" || return 1
   if ! PLUGIN=$(build_insnprof); then
     echo "$1: no insnprof plugin (it needs the QEMU source: make qemu-n)" >&2
     return 1

@@ -237,6 +237,9 @@ user_suite() {   # user_suite PREFIX
   for smp in 2 4; do
     user_prog "$prefix" "cputest-smp$smp" $smp cputest
   done
+  # ... and with idle threads kicked at the first kernel entry that sees
+  # ready coroutines (the kernel before the kick delay), for comparison
+  user_prog "$prefix" cputest-smp2-eager 2 cputest,--eager kick_us=0
   # the CES mutex from coroutines on two threads (alloc_cpu)
   for smp in 2 4; do
     user_prog "$prefix" "cestest-smp$smp" $smp cestest

@@ -156,6 +156,51 @@ static int exit_with_idle_threads(void) {
 
 #define EXIT_ROUNDS 100
 
+// Ready work that this thread runs at once must not wake the other one: the
+// kernel kicks an idle sibling only for work that stays ready for the kick
+// delay (kernel/syscall.c, uwait_kick_siblings). Each round makes a
+// coroutine ready with no system call, enters the kernel (kstat: a call that
+// takes the full trap, where the kick is decided) while it waits, runs it
+// here, and enters again with nothing ready, which starts the delay again.
+// With eager kicks (bootargs kick_us=0) nearly every round's first entry
+// woke the other thread. -> kicks in FRESH_ROUNDS rounds
+#define FRESH_ROUNDS 200
+
+// A thread that blocks in a synchronous call hands what its executor has
+// ready to an idle sibling at once: the coroutine that writes what main's
+// read waits for is made ready with no system call, and main reads at once.
+// Left to the kick delay, nothing of the process would enter the kernel again
+// to kick (main blocked, the other thread asleep), and the read would never
+// return (the test harness's timeout).
+static int handoff_pipe[2];
+static void handoff_writer(void *arg) {
+  (void)arg;
+  write(handoff_pipe[1], "k", 1);
+}
+
+static int blocked_thread_hands_work_over(void) {
+  if (pipe(handoff_pipe) != 0)
+    return 0;
+  cops_spawn_stackful(handoff_writer, 0, 3);
+  char ch = 0;
+  int ok = read(handoff_pipe[0], &ch, 1) == 1 && ch == 'k';
+  close(handoff_pipe[0]);
+  close(handoff_pipe[1]);
+  return ok;
+}
+
+static long fresh_work_kicks(void) {
+  long k0 = kstat(KSTAT_UWAIT_KICKS);
+  for (int i = 0; i < FRESH_ROUNDS; i++) {
+    sleep(1);                        // (the other thread back asleep in uwait)
+    cops_spawn_stackful(nop, 0, 3);  // (better than main's priority: runs at the yield)
+    kstat(KSTAT_HARTS);
+    cops_yield();
+    kstat(KSTAT_HARTS);
+  }
+  return kstat(KSTAT_UWAIT_KICKS) - k0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--exit-idle") == 0)
     return exit_with_idle_threads();
@@ -193,11 +238,21 @@ int main(int argc, char **argv) {
   // U-mode, so that only the other one can run it.
   int busy_thread = cops_thread_index();
   cops_spawn_stackful(kicked, 0, 3);
-  long until = uptime() + 10000;     // (uptime is answered in the trap: no switcher)
+  long until = uptime() + 10000;     // (uptime reads the clock in user mode: the kernel entries are the ticks)
   while (!kicked_ran && uptime() < until)
     ;
   check("idle-thread-kicked", kicked_ran, 1);
   check("idle-thread-kicked-other-thread", kicked_thread != busy_thread, 1);
+  // A timer tick between a round's spawn and its first kstat, and the vCPU
+  // held up for the whole delay before that kstat, is a kick: a few are
+  // possible on a loaded host, where eager kicks are one a round.
+  long kicks = fresh_work_kicks();
+  if (argc > 1 && strcmp(argv[1], "--eager") == 0)
+    check("eager-kicks-for-fresh-work", kicks > 0, 1);
+  else
+    check("no-kicks-for-fresh-work", kicks <= FRESH_ROUNDS / 20, 1);
+  printf("cputest: %ld kicks in %d rounds of fresh work\n", kicks, FRESH_ROUNDS);
+  check("blocked-thread-hands-ready-work-over", blocked_thread_hands_work_over(), 1);
   // Processes that end while their other executor threads sleep in uwait:
   // each must exit (a hang here is the test harness's timeout).
   int exited = 0;
