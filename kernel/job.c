@@ -16,9 +16,7 @@
 #include "param.h"
 #include "syscall.h"
 
-// Value of `key=` in a space-separated command line, copied into out ("" if absent).
-// Returns 1 if the key is present (with or without a value).
-static int bootarg(const char *args, const char *key, char *out, size_t outlen) {
+int bootarg(const char *args, const char *key, char *out, size_t outlen) {
   size_t klen = strlen(key);
   for (const char *p = args; *p;) {
     while (*p == ' ')

@@ -58,6 +58,27 @@ static void assign_harts(uint64_t boot_hartid) {
   board.nharts = n;
 }
 
+// bootargs harts=N: the kernel uses the boot hart and N - 1 others, and the
+// rest sleep in park_unused_hart. QEMU with -smp 2 and harts=1 still runs its
+// vCPUs in parallel mode (atomics as host atomics, a second vCPU thread),
+// which tells its cost from the kernel's own on two harts
+// (docs/results/smp-light-kcuc.md).
+static uint32_t harts_present;   // in the device tree, up to BOARD_MAX_HARTS
+
+static void limit_harts(void) {
+  harts_present = board.nharts;
+  char val[16];
+  if (!bootarg(board.bootargs, "harts", val, sizeof val))
+    return;
+  uint32_t n = 0;
+  for (const char *p = val; *p >= '0' && *p <= '9' && n <= BOARD_MAX_HARTS; p++)
+    n = n * 10 + (uint32_t)(*p - '0');
+  if (n >= 1 && n < board.nharts) {
+    kprintf("coral: using %u of %u harts (harts=%u)\n", n, board.nharts, n);
+    board.nharts = n;
+  }
+}
+
 static void hart_setup(void) {
   trap_init_hart();      // first, so that any fault below is reported
   // Let user programs read cycle, time and instret (benchmarks, uptime).
@@ -70,8 +91,23 @@ static void hart_setup(void) {
   __atomic_fetch_add(&nharts_online, 1, __ATOMIC_SEQ_CST);
 }
 
+// A hart left out by bootargs harts=N sleeps here for good, every interrupt
+// it could take switched off, so that its vCPU costs the emulator nothing.
+// (Left stopped in the firmware instead, never started, it kept a host core
+// busy: OpenSBI 1.1's stopped-hart loop on QEMU 7.2 spun at 100%.)
+static void park_unused_hart(void) {
+  intr_off();
+  csr_write(sie, 0);
+  if (timer_uses_sstc())
+    csr_write(0x14d, ~0UL);     // stimecmp: no timer interrupt pending, ever
+  for (;;)
+    __asm__ volatile("wfi");
+}
+
 void secondary_main(uint64_t hartid, uint64_t index) {
   (void)hartid;
+  if (index >= board.nharts)
+    park_unused_hart();
   set_tp(&harts[index]);
   hart_setup();
   sched_loop();
@@ -89,7 +125,7 @@ static int release_parked(uint32_t i) {
 }
 
 static void start_secondaries(void) {
-  for (uint32_t i = 1; i < board.nharts; i++) {
+  for (uint32_t i = 1; i < harts_present; i++) {   // (those past board.nharts: to park)
     if (release_parked(i))
       continue;
     long err = sbi_hart_start(harts[i].hartid, (uint64_t)secondary_entry, i);
@@ -101,7 +137,7 @@ static void start_secondaries(void) {
   // Meanwhile a hart that parked at _entry (it may arrive late) is let in.
   uint64_t deadline = rdtime() + 10 * board.timebase_hz;
   while (__atomic_load_n(&nharts_online, __ATOMIC_SEQ_CST) < board.nharts && rdtime() < deadline) {
-    for (uint32_t i = 1; i < board.nharts; i++)
+    for (uint32_t i = 1; i < harts_present; i++)
       if (!__atomic_load_n(&harts[i].online, __ATOMIC_SEQ_CST) &&
           __atomic_load_n(&entry_go, __ATOMIC_SEQ_CST) == 0)
         release_parked(i);
@@ -119,6 +155,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
     poweroff(1);
   }
   assign_harts(hartid);
+  limit_harts();
   palloc_init((uint64_t)_kernel_end, board.mem_base + board.mem_size);
   kmalloc_init();
   kmalloc_use_caches(1);

@@ -13,6 +13,9 @@
 //                 at once); beside any job
 //   idle_tick=1   idle harts keep their periodic tick (by default they sleep
 //                 without one: kernel/timer.c); beside any job
+//   harts=N       use only N of the board's harts (the rest stay stopped in
+//                 the firmware: QEMU still emulates them all, in its
+//                 multi-vCPU mode); read at boot by kmain, beside any job
 //   nofile=N      descriptors a process may hold (default NOFILE, at most
 //                 NOFILE_MAX, kernel/abi.h); beside any job
 //   kick_us=N     how long a process's coroutines must stay ready before a
@@ -29,6 +32,9 @@
 #ifndef MAIN_H
 #define MAIN_H
 void start_main_job(const char *bootargs);
+// Value of `key=` in a space-separated command line, copied into out ("" if absent).
+// Returns 1 if the key is present (with or without a value).
+int bootarg(const char *args, const char *key, char *out, size_t outlen);
 
 struct boot_job {
   const char *key;                    // chosen by bootargs `key` or `key=VALUE`

@@ -7,7 +7,7 @@
 #      hw/ (RTL lint, differential test against
 #      kernel/nmodel.c, planted bugs: scripts/hw-test.sh)
 #   2. kernel tests inside QEMU on 1, 2, 4 and 8 harts (tests/kernel/, bootargs test=all)
-#   3. boot matrix: 1..8 harts, 128 MiB..2 GiB; the banner must report them;
+#   3. boot matrix: 1..8 harts, 128 MiB..2 GiB, and bootargs harts=N; the banner must report them;
 #      the SBI timer fallback (a CPU without Sstc); the console monitor over the UART
 #   4. kernel fault report: registers and a backtrace, then a failure shutdown
 #   5. nothing the run started is left running
@@ -341,6 +341,18 @@ for cfg in 1:128M 2:512M 3:256M 4:1G 8:2G; do
     pass "boot/smp$smp-$mem"
   else
     fail "boot/smp$smp-$mem" "banner missing or wrong: $(grep -m1 'Coral:' "$log" | tr -d '\r') (see $log)"
+  fi
+done
+# bootargs harts=N: fewer harts than the board has (and a value past it: all)
+for cfg in 4:2:2 2:1:1 2:9:2; do
+  IFS=: read -r smp n want <<< "$cfg"
+  log=$LOGS/boot-smp$smp-harts$n.log
+  run_qemu "$log" "$smp" 256M "harts=$n poweroff"
+  if grep -q "Coral: $want harts online" "$log" && grep -q "poweroff: boot complete" "$log" &&
+     ! grep -q "only .* harts came online" "$log"; then
+    pass "boot/smp$smp-harts$n"
+  else
+    fail "boot/smp$smp-harts$n" "want $want harts online: $(grep -m1 'Coral:' "$log" | tr -d '\r') (see $log)"
   fi
 done
 
