@@ -16,7 +16,9 @@
 # plugin slows the guest, so requests per second here are not bench-smp's.
 #
 #   scripts/profile-matrixd.sh [SMP] [MODEL] [N]     e.g. scripts/profile-matrixd.sh 2 kcuc 15
-#   (env: BUILD, DURATION_S (5), BOOTARGS: more kernel arguments, e.g. "netlock=spin")
+#   (env: BUILD, DURATION_S (5), BOOTARGS: more kernel arguments, e.g. "netlock=spin",
+#    LOAD: the client's connections and interval, "-c 128 -i 0" (the closed
+#    loop) by default; "-c 64 -i 100" is bench-light.sh's light load)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, boot_matrixd, halt_qemu, build_for_profile, insnprof_snap
@@ -39,11 +41,12 @@ if ! boot_matrixd "$base.log" "$smp" "${BOOTARGS:+$BOOTARGS }user=matrixd,-m,$mo
   exit 1
 fi
 echo "profile-matrixd: $model on $smp hart(s), n = $n: warm-up ..." >&2
-timeout 120 "$MCLIENT" -p "$PORT" -c 128 -i 0 -d 2 -n "$n" > "$base.warm" 2>&1
+LOAD=${LOAD:--c 128 -i 0}
+timeout 120 "$MCLIENT" -p "$PORT" $LOAD -d 2 -n "$n" > "$base.warm" 2>&1
 sleep 2
 insnprof_snap "$req" "$base.0.prof" || exit 1
-echo "profile-matrixd: closed loop for ${DURATION_S:-5} s ..." >&2
-timeout 120 "$MCLIENT" -p "$PORT" -c 128 -i 0 -d "${DURATION_S:-5}" -n "$n" > "$base.out" 2>&1
+echo "profile-matrixd: load ($LOAD) for ${DURATION_S:-5} s ..." >&2
+timeout 120 "$MCLIENT" -p "$PORT" $LOAD -d "${DURATION_S:-5}" -n "$n" > "$base.out" 2>&1
 sleep 2
 insnprof_snap "$req" "$base.1.prof" || exit 1
 halt_qemu
@@ -51,7 +54,7 @@ line=$(grep -m1 "^mclient: conns=" "$base.out")
 answered=$(sed -n 's/.* answered=\([0-9]*\).*/\1/p' <<< "$line")
 wrong=$(sed -n 's/.* wrong=\([0-9]*\).*/\1/p' <<< "$line")
 if [ -z "$answered" ] || [ "$answered" = 0 ] || [ "$wrong" != 0 ]; then
-  echo "profile-matrixd: the closed loop failed: ${line:-no summary} (see $base.out)" >&2
+  echo "profile-matrixd: the load failed: ${line:-no summary} (see $base.out)" >&2
   exit 1
 fi
 echo "$line"
