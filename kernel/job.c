@@ -80,13 +80,15 @@ static const struct boot_job *registered_job(const char *args, char *val, size_t
   return 0;
 }
 
-// A bootarg's microseconds: its leading digits, at most about a second.
-static uint32_t bootarg_us(const char *val) {
-  uint32_t us = 0;
-  for (const char *p = val; *p >= '0' && *p <= '9' && us < 1000000; p++)
-    us = us * 10 + (uint32_t)(*p - '0');
-  return us;
+uint64_t bootarg_number(const char *val, uint64_t cap) {
+  uint64_t n = 0;
+  for (const char *p = val; *p >= '0' && *p <= '9' && n <= cap; p++)
+    n = n * 10 + (uint64_t)(*p - '0');
+  return n;
 }
+
+// A bootarg's microseconds: at most about a second.
+static uint32_t bootarg_us(const char *val) { return (uint32_t)bootarg_number(val, 999999); }
 
 void start_main_job(const char *args) {
   char val[BOARD_BOOTARGS_MAX];
@@ -121,10 +123,7 @@ void start_main_job(const char *args) {
     kprintf("sched: IPIs are sent at once, with a spinlock held too (ipi=now)\n");
   }
   if (bootarg(args, "nofile", val, sizeof val)) {
-    long n = 0;
-    for (const char *p = val; *p >= '0' && *p <= '9' && n <= NOFILE_MAX; p++)
-      n = n * 10 + (*p - '0');
-    fdt_set_limit(n);
+    fdt_set_limit((long)bootarg_number(val, NOFILE_MAX));
     kprintf("proc: %d descriptors per process\n", fdt_limit());
   }
   if (bootarg(args, "user", val, sizeof val)) {

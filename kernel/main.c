@@ -70,9 +70,8 @@ static void limit_harts(void) {
   char val[16];
   if (!bootarg(board.bootargs, "harts", val, sizeof val))
     return;
-  uint32_t n = 0;
-  for (const char *p = val; *p >= '0' && *p <= '9' && n <= BOARD_MAX_HARTS; p++)
-    n = n * 10 + (uint32_t)(*p - '0');
+  uint64_t v = bootarg_number(val, BOARD_MAX_HARTS);
+  uint32_t n = v < BOARD_MAX_HARTS ? (uint32_t)v : BOARD_MAX_HARTS;
   if (n >= 1 && n < board.nharts) {
     kprintf("coral: using %u of %u harts (harts=%u)\n", n, board.nharts, n);
     board.nharts = n;

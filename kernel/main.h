@@ -31,10 +31,15 @@
 // the kernel names nothing in its test folder.
 #ifndef MAIN_H
 #define MAIN_H
+#include <stddef.h>
+#include <stdint.h>
 void start_main_job(const char *bootargs);
 // Value of `key=` in a space-separated command line, copied into out ("" if absent).
 // Returns 1 if the key is present (with or without a value).
 int bootarg(const char *args, const char *key, char *out, size_t outlen);
+// A bootarg value's leading digits as a number; the digits stop being read
+// once it is past cap (the caller clamps: it may be up to ten times cap).
+uint64_t bootarg_number(const char *val, uint64_t cap);
 
 struct boot_job {
   const char *key;                    // chosen by bootargs `key` or `key=VALUE`
