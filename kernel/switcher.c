@@ -73,9 +73,7 @@ static enum run_end stop(struct thread *t, int status) {
 // t gives up its hart to other work: its process's ready coroutines go to an
 // idle sibling thread now, not after the kick delay (uwait_kick_siblings).
 static enum run_end preempted(struct thread *t) {
-  struct proc *p = t->proc;
-  if (__atomic_load_n(&p->uwaiters, __ATOMIC_RELAXED) && !p->killed)
-    uwait_kick_siblings(t, 1);
+  uwait_kick_if_waiting(t, 1);
   return RUN_PREEMPTED;
 }
 
@@ -106,11 +104,7 @@ static enum run_end run_thread(struct thread *t) {
     TRACE_THREAD(TR_UEXIT, t, 0, (long)cause);
     p->traps++;
     prio_publish(p);            // on every kernel entry, as COPS specifies
-    // Idle executor threads of p: work for them? (A plain load: the executor
-    // sets its bitmap bits with acquire-release AMOs, which keep this load
-    // after them; sys_uwait's side is sequentially consistent.)
-    if (__atomic_load_n(&p->uwaiters, __ATOMIC_RELAXED) && !p->killed)
-      uwait_kick_siblings(t, 0);
+    uwait_kick_if_waiting(t, 0);      // idle executor threads of p: work for them?
     // ... and the switcher carries that priority from here on (what the
     // process runs now: it may have switched coroutines since the last trap).
     my_prio = carried_priority(p);

@@ -830,8 +830,8 @@ enum syscall_outcome syscall_dispatch(struct thread *t) {
     } else if (r == WOULD_BLOCK) {
       // t waits in the kernel: what its executor has ready goes to an idle
       // sibling now (uwait itself is the runtime's idle: it had nothing).
-      if (__atomic_load_n(&p->uwaiters, __ATOMIC_RELAXED) && sa.nr != SYS_uwait)
-        uwait_kick_siblings(t, 1);
+      if (sa.nr != SYS_uwait)
+        uwait_kick_if_waiting(t, 1);
       r = wait_for(t, &sa);
       if (r == WOULD_BLOCK)
         return SC_BLOCKED;

@@ -30,6 +30,16 @@ int syscall_fast_async(struct thread *t);   // an async pipe read or write (user
 // leaving: self is about to stop running user code (it blocks in the kernel
 // or gives up its hart), so ready coroutines wake a sleeper without a delay.
 void uwait_kick_siblings(struct thread *self, int leaving);
+// The same, only when a thread of self's live process sleeps in uwait: the
+// look every caller makes first, inline (one load on every kernel entry). (A
+// plain load: the executor sets its bitmap bits with acquire-release AMOs,
+// which keep this load after them; sys_uwait's side is sequentially
+// consistent.)
+static inline void uwait_kick_if_waiting(struct thread *self, int leaving) {
+  struct proc *p = self->proc;
+  if (__atomic_load_n(&p->uwaiters, __ATOMIC_RELAXED) && !p->killed)
+    uwait_kick_siblings(self, leaving);
+}
 // The kick delay, in microseconds (bootargs kick_us=N; 0: kick at the first
 // entry that sees ready coroutines).
 void uwait_set_kick_delay_us(uint32_t us);
