@@ -51,6 +51,7 @@ void proc_init(void) {
     struct proc *p = &procs[i];
     spin_init(&p->lock, "proc");
     spin_init(&p->ring_lock, "ring");
+    spin_init(&p->vm_lock, "vm");
     waitq_init(&p->child_exit, "wait");
     waitq_init(&p->async_done, "async");
     waitq_init(&p->thread_done, "threads");

@@ -249,21 +249,29 @@ static long sys_kill(struct thread *t, struct sysargs *sa, int may_block) {
   return pid <= 0 || pid > 0x7fffffff ? -ESRCH : proc_kill((int)pid);
 }
 
+// Two threads of a process may call brk at once: vm_lock keeps their page
+// table changes apart (unserialized, both could map a page at one address and
+// one page was lost, or both free one). Growing zeroes pages under it, with
+// interrupts off; a shrink waits for every hart's TLB flush (uvm_dealloc).
 static long sys_brk(struct thread *t, struct sysargs *sa, int may_block) {
   struct proc *p = t->proc;
   (void)may_block;
   uint64_t want = sa->a[0];
   if (want == 0)
-    return (long)p->brk;
+    return (long)__atomic_load_n(&p->brk, __ATOMIC_RELAXED);
   if (want < p->heap_base || want > USER_HEAP_MAX)
     return -ENOMEM;
+  long r = (long)want;
+  spin_lock(&p->vm_lock);
   uint64_t old_top = ALIGN_UP(p->brk, PAGE_SIZE), new_top = ALIGN_UP(want, PAGE_SIZE);
   if (new_top > old_top && uvm_alloc(p->pagetable, old_top, new_top, PTE_R | PTE_W) < 0)
-    return -ENOMEM;
-  if (new_top < old_top)
+    r = -ENOMEM;
+  else if (new_top < old_top)
     uvm_dealloc(p->pagetable, new_top, old_top);
-  p->brk = want;
-  return (long)want;
+  if (r >= 0)
+    __atomic_store_n(&p->brk, want, __ATOMIC_RELAXED);
+  spin_unlock(&p->vm_lock);
+  return r;
 }
 
 static long sys_uptime(struct thread *t, struct sysargs *sa, int may_block) {

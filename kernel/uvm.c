@@ -29,10 +29,28 @@ static pte_t *walk(pte_t *root, uint64_t va, int create) {
   return create ? pt_walk(root, va, 0, 1) : pt_leaf(root, va);
 }
 
+// Unmapping is two passes with a TLB flush between: the leaves are made
+// invalid (keeping their addresses), every hart forgets the translations it
+// may hold (a thread of the process may run on any of them, and the one
+// calling here went on using them: without the flush a store reached a page
+// after it was given back, and the page may belong to someone else by then),
+// and only then are the pages freed. Callers serialize changes to one
+// address space (sys_brk: the process's vm_lock).
 void uvm_dealloc(pte_t *root, uint64_t start, uint64_t end) {
+  int unmapped = 0;
   for (uint64_t va = ALIGN_UP(start, PAGE_SIZE); va < end; va += PAGE_SIZE) {
     pte_t *pte = walk(root, va, 0);
     if (pte && (*pte & PTE_V)) {
+      *pte &= ~(pte_t)PTE_V;
+      unmapped = 1;
+    }
+  }
+  if (!unmapped)
+    return;
+  tlb_flush_all_harts(ALIGN_UP(start, PAGE_SIZE), end);
+  for (uint64_t va = ALIGN_UP(start, PAGE_SIZE); va < end; va += PAGE_SIZE) {
+    pte_t *pte = walk(root, va, 0);
+    if (pte && *pte) {
       if (!(*pte & PTE_SHARED))
         pfree((void *)PTE2PA(*pte), 1);
       *pte = 0;

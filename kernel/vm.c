@@ -6,6 +6,8 @@
 #include "palloc.h"
 #include "printf.h"
 #include "riscv.h"
+#include "hart.h"
+#include "sbi.h"
 
 #define LEVELS 3
 #define MEGA (2UL << 20)
@@ -84,6 +86,21 @@ void kvm_enable_hart(void) {
 }
 
 pte_t *kvm_root(void) { return kroot; }
+
+// One firmware call per other hart (ids may be anywhere below 2^32, so no one
+// mask holds them all); each returns once that hart has fenced. Parked harts
+// (bootargs harts=N) never ran user code and are not online.
+void tlb_flush_all_harts(uint64_t start, uint64_t end) {
+  uint32_t me = this_hart()->index;
+  for (uint32_t i = 0; i < board.nharts; i++) {
+    if (i == me || !__atomic_load_n(&harts[i].online, __ATOMIC_ACQUIRE))
+      continue;
+    long err = sbi_remote_sfence_vma(1, harts[i].hartid, start, end - start);
+    if (err)
+      kpanic("vm: the firmware's remote sfence.vma failed on hart %u (SBI error %ld)", harts[i].hartid, err);
+  }
+  sfence_vma();
+}
 
 pte_t kvm_lookup(uint64_t va) {
   pte_t *table = kroot;

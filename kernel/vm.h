@@ -46,6 +46,10 @@ static inline pte_t *pt_leaf(pte_t *root, uint64_t va) {
     return 0;
   return &((pte_t *)PTE2PA(e))[VPN(va, 0)];
 }
+// Make every online hart (this one too) drop the translations it may have
+// cached for [start, end), and return once all have: a leaf made invalid may
+// still be in another hart's TLB, in use by a thread running there.
+void tlb_flush_all_harts(uint64_t start, uint64_t end);
 // Walk the kernel page table (tests and fault reports). Returns the leaf PTE or 0.
 pte_t kvm_lookup(uint64_t va);
 

@@ -8,6 +8,9 @@
 //   stack_overflow  recurse until the stack runs into the guard page below it
 //   jump_kernel     jump to 0x80200000 (kernel code is not executable from U-mode)
 //   misaligned_pc   call an odd address through a function pointer (see below)
+//   brk_shrunk      touch a heap page, give it back with brk, touch it again
+//   brk_shrunk_other  the same, with the second touch by another thread, which
+//                   may have run on another hart all along
 //
 // Each fault is written in assembly where C would let the compiler reason about
 // it (a C null dereference may be turned into a trap instruction, or removed).
@@ -68,6 +71,65 @@ static void misaligned_pc(void) {
   ((void (*)(void))odd)();
 }
 
+// A page the heap gave back must be gone for the process at once, on every hart
+// (the kernel flushes the translations it may have cached before it frees the
+// page, which may already belong to someone else).
+static volatile char *heap_page(void) {
+  long cur = brk(0);
+  long base = (cur + 4095) & ~4095L;
+  if (brk((void *)(base + 4096)) != base + 4096) {
+    printf("fault: brk could not grow the heap\n");
+    exit(2);
+  }
+  volatile char *page = (volatile char *)base;
+  page[100] = 1;                  // the translation is cached now
+  return page;
+}
+
+static void give_back(volatile char *page) {
+  if (brk((void *)page) != (long)page) {
+    printf("fault: brk could not shrink the heap\n");
+    exit(2);
+  }
+}
+
+static void brk_shrunk(void) {
+  volatile char *page = heap_page();
+  give_back(page);
+  page[100] = 2;
+}
+
+static volatile char *shared_page;
+static volatile int other_state;   // 1: the other thread has touched the page; 2: it is gone
+
+static int touch_until_gone(void *arg) {
+  (void)arg;
+  while (other_state == 0)
+    ;
+  (void)shared_page[100];          // (the other thread's own translation, cached)
+  other_state = 1;
+  while (other_state != 2)
+    (void)shared_page[200];        // still mapped: keep the translation warm
+  shared_page[100] = 3;            // must fault: the page was given back
+  printf("fault: brk_shrunk_other did not fault!\n");
+  exit(1);
+}
+
+static void brk_shrunk_other(void) {
+  shared_page = heap_page();
+  if (uthread_create(touch_until_gone, 0) < 0) {
+    printf("fault: no thread\n");
+    exit(2);
+  }
+  other_state = 3;
+  while (other_state != 1)
+    ;
+  give_back(shared_page);
+  other_state = 2;
+  for (;;)
+    yield();                       // the other thread's fault ends the process
+}
+
 static const struct {
   const char *name;
   void (*fn)(void);
@@ -79,6 +141,8 @@ static const struct {
   {"stack_overflow", stack_overflow, "unbounded recursion into the stack guard page"},
   {"jump_kernel", jump_kernel, "jump to kernel text at 0x80200000"},
   {"misaligned_pc", misaligned_pc, "call an odd address (on the non-executable stack)"},
+  {"brk_shrunk", brk_shrunk, "store to a heap page given back with brk"},
+  {"brk_shrunk_other", brk_shrunk_other, "the same, by another thread that had the page cached"},
 };
 #define NFAULTS (sizeof faults / sizeof faults[0])
 

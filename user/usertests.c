@@ -902,7 +902,8 @@ static void test_kill(void) {
 static void test_faults(void) {
   section("faulting processes");
   static const char *const kinds[] = {"load0",      "store_kernel", "illegal", "stack_overflow",
-                                      "jump_kernel", "misaligned_pc"};
+                                      "jump_kernel", "misaligned_pc", "brk_shrunk",
+                                      "brk_shrunk_other"};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     const char *argv[] = {"fault", kinds[i], NULL};
     int pid = spawn("fault", argv);
