@@ -37,6 +37,9 @@ struct hart {
   uint64_t timer_late, timer_late_max_us;
   int idling;                   // in idle_wait: an interrupt here finds nothing else to do
   uint64_t wakes_here;          // kco_wake's wake-affine moves to this hart's lane
+  // address space (kernel/uvm.h, uvm_activate)
+  uint64_t *satp_root;          // the root table in satp: the kernel's, or a process's kept on
+  uint64_t satp_loads;          // satp writes (each empties the TLB, and QEMU's software TLB)
 };
 
 extern struct hart harts[BOARD_MAX_HARTS];

@@ -9,6 +9,7 @@
 #include "sbi.h"
 #include "stats.h"
 #include "timer.h"
+#include "uvm.h"
 #include "trace.h"
 
 struct executor kexec;
@@ -103,6 +104,9 @@ static void idle_wait(struct hart *h) {
         return;
       }
   }
+  // A sleeping hart holds no process's table: one that ends meanwhile is
+  // freed at once, not when this hart wakes (uvm_free, uvm_reap).
+  uvm_activate(0);
   intr_off();
   __atomic_fetch_or(&idle_harts, bit, __ATOMIC_SEQ_CST);
   // wfi returns when an interrupt is pending even with SIE clear; it is then
@@ -292,9 +296,9 @@ static void print_stats(stats_out_fn *out) {
   for (uint32_t i = 0; i < nharts_online; i++) {
     struct hart *h = &harts[i];
     out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu, "
-        "wakes here %lu, timer irqs late %lu (latest %lu us)\n",
+        "wakes here %lu, timer irqs late %lu (latest %lu us), satp loads %lu\n",
         i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi,
-        h->wakes_here, h->timer_late, h->timer_late_max_us);
+        h->wakes_here, h->timer_late, h->timer_late_max_us, h->satp_loads);
   }
 }
 STATS_SOURCE(10, "sched", print_stats);

@@ -61,11 +61,10 @@ static int emulate_illegal(struct thread *t, uint64_t stval) {
   return uintr_illegal(t, insn);
 }
 
-// Stop thread t for good. The hart leaves p's page table first: if t is the
-// last thread, the process is freed right here.
+// Stop thread t for good. If t is the last thread, the process is freed right
+// here (and with it the page table this hart holds: uvm_free moves it off).
 static enum run_end stop(struct thread *t, int status) {
   uintr_leave(t);
-  uvm_activate(0);
   thread_stop(t, status);
   return RUN_EXITED;
 }
@@ -164,15 +163,14 @@ static enum run_end run_thread(struct thread *t) {
     // code reaches user memory through explicit page tables, never satp).
     // Leaving and re-entering cost native N about 110 instructions a time
     // (the u-CSRs saved and loaded, the controller entry detached and
-    // re-attached, two satp writes). For the rest the switcher yields, and
-    // may resume on another hart, whose satp is someone else's: load p's page
-    // table again before going back to user mode. And it must not leave p's
-    // table behind on this hart: if it resumes elsewhere and p ends there,
-    // p's tables are freed while this hart would still walk them (seen as an
-    // instruction page fault in kernel text, about one make test in fifteen).
+    // re-attached). For the rest the switcher yields, and may resume on
+    // another hart, whose satp may be someone else's: load p's page table
+    // again before going back to user mode (nothing, if it is still loaded:
+    // uvm_activate is lazy, and this hart keeps p's table while it runs the
+    // kernel work; if p ends meanwhile, uvm_free leaves the root page to the
+    // last hart that holds it).
     if (exec_best_prio(&kexec) <= my_prio && !kco_run_stackless(my_prio)) {
       uintr_leave(t);           // (this switcher may resume on another hart)
-      uvm_activate(0);
       kco_yield();
       uvm_activate(p->pagetable);
     }
@@ -187,7 +185,6 @@ static void switcher_main(void *arg) {
     next = 0;
     if (run_thread(t) == RUN_PREEMPTED) {
       uintr_leave(t);           // before another hart can take t
-      uvm_activate(0);
       // Kernel work of equal or better priority goes first (round robin among
       // equals), with t back in the run queue meanwhile, for any hart to take;
       // without any, hand t back and take the next thread in one step.

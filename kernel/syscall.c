@@ -310,18 +310,18 @@ static int wait_quiet(struct thread *t) {
     struct exec_stats es;
     exec_get_stats(&kexec, &es);
     uint32_t waiting = proc_runq_best();
-    if ((es.ready == 0 && es.running == 1 && waiting == NPRIO_DEFAULT) || rdtime() >= until)
+    if ((es.ready == 0 && es.running == 1 && waiting == NPRIO_DEFAULT &&
+         !__atomic_load_n(&uvm_ndying, __ATOMIC_SEQ_CST)) || rdtime() >= until)
       break;
     if (waiting <= prio) {
       kco_reprio_self(prio);
       return 1;                  // (the deadline stays for the next round)
     }
     // Let the rest go first, on this hart too (on one hart nothing else could
-    // run): at the worst priority, and off p's page table, as the switcher
-    // yields. Then pause before the next look: it takes the executor's lock.
+    // run): at the worst priority, as the switcher yields. Then pause before
+    // the next look: it takes the executor's lock.
     kco_reprio_self(NPRIO_DEFAULT - 1);
     uintr_leave(t);              // (this switcher may resume on another hart)
-    uvm_activate(0);
     kco_yield();
     uvm_activate(p->pagetable);
     for (uint64_t t0 = rdtime(); rdtime() - t0 < board.timebase_hz / 20000;)   // 50 us
@@ -732,8 +732,8 @@ static long try_again(struct thread *t, struct sysargs *sa) {
 // A synchronous call of t must wait (its handler returned WOULD_BLOCK). Its
 // result, if it is over after all, or WOULD_BLOCK: t is T_BLOCKED and belongs
 // to whoever wakes it (its waker, or the call's kernel coroutine). From the
-// moment t can be woken it may run (and p even exit and free its page table)
-// on another hart: the hart leaves p's address space first.
+// moment t can be woken it may run (and p even exit) on another hart; this
+// hart keeps p's table loaded meanwhile (uvm_activate, uvm_free).
 static long wait_for(struct thread *t, struct sysargs *sa) {
   struct proc *p = t->proc;
   long r;
@@ -741,7 +741,6 @@ static long wait_for(struct thread *t, struct sysargs *sa) {
   while (syswork_can_park(p, sa) && (parked = syswork_park(t, sa, &r)) >= 0) {
     if (!parked)
       return r;
-    uvm_activate(0);
     uintr_leave(t);              // t's N state leaves this hart with it
     thread_set_state(t, T_BLOCKED);
     if (thread_park_block(t))
@@ -752,7 +751,6 @@ static long wait_for(struct thread *t, struct sysargs *sa) {
     if ((r = try_again(t, sa)) != WOULD_BLOCK)
       return r;
   }
-  uvm_activate(0);
   uintr_leave(t);
   thread_set_state(t, T_BLOCKED);
   // The kernel coroutine serves the process, so it runs at the process's

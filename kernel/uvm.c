@@ -1,5 +1,7 @@
 // User address spaces: see uvm.h.
 #include "uvm.h"
+#include "hart.h"
+#include "spinlock.h"
 #include "abi.h"
 #include "klib.h"
 #include "palloc.h"
@@ -88,13 +90,58 @@ static void free_table(pte_t *table, int level) {
   pfree(table, 1);
 }
 
+// Roots of ended processes that some hart still holds in satp (uvm_activate
+// keeps a table loaded across kernel work), chained through their first entry
+// (a page address has its low bits clear, so the entry reads as invalid).
+// The last holder frees each: its next satp write calls uvm_reap. A hart going
+// idle loads the kernel's table (sched.c), so no root waits on a sleeping
+// hart, and KSTAT_QUIET waits for the list to empty.
+uint32_t uvm_ndying;
+static pte_t *dying;
+static struct spinlock dying_lock = SPINLOCK_INIT("uvm dying");
+
+static int root_held(pte_t *root) {
+  for (uint32_t i = 0; i < board.nharts; i++)
+    if (__atomic_load_n(&harts[i].satp_root, __ATOMIC_SEQ_CST) == root)
+      return 1;
+  return 0;
+}
+
+void uvm_reap(void) {
+  spin_lock(&dying_lock);
+  for (pte_t **link = &dying; *link;) {
+    pte_t *root = *link;
+    if (root_held(root)) {
+      link = (pte_t **)&root[0];
+      continue;
+    }
+    *link = (pte_t *)root[0];
+    root[0] = 0;
+    pfree(root, 1);
+    __atomic_fetch_sub(&uvm_ndying, 1, __ATOMIC_SEQ_CST);
+  }
+  spin_unlock(&dying_lock);
+}
+
 void uvm_free(pte_t *root) {
   if (!root)
     return;
-  for (int i = 0; i < USER_ROOT_ENTRIES; i++)
-    if (root[i] & PTE_V)
-      free_table((pte_t *)PTE2PA(root[i]), 1);
-  pfree(root, 1);
+  for (int i = 0; i < USER_ROOT_ENTRIES; i++) {
+    pte_t e = root[i];
+    root[i] = 0;
+    if (e & PTE_V)
+      free_table((pte_t *)PTE2PA(e), 1);
+  }
+  if (this_hart()->satp_root == root)
+    uvm_activate(0);
+  // Announce it (seq_cst), then look for holders: a holder that moves off
+  // after the look sees uvm_ndying and reaps it.
+  spin_lock(&dying_lock);
+  root[0] = (pte_t)dying;
+  dying = root;
+  __atomic_fetch_add(&uvm_ndying, 1, __ATOMIC_SEQ_CST);
+  spin_unlock(&dying_lock);
+  uvm_reap();
 }
 
 int uvm_map_shared(pte_t *root, uint64_t va, uint64_t pa, uint64_t perm) {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include "vm.h"
 #include "riscv.h"
+#include "hart.h"
 
 #define USER_VA_END 0x80000000UL     // user addresses are below this
 
@@ -35,11 +36,30 @@ int copyin(pte_t *root, void *dst, uint64_t src, size_t len);          // 0 or -
 // Copy a NUL-terminated string of at most max bytes (including the NUL).
 // Returns its length, -EFAULT, or -ENAMETOOLONG if no NUL within max bytes.
 long copyinstr(pte_t *root, char *dst, uint64_t src, size_t max);
-// Load satp (root NULL: the kernel's table). Inline: a process switch does it twice.
+// Run on root's address space (NULL: the kernel's table). Lazy: a hart that
+// leaves a process for kernel work keeps its table loaded, and loads nothing
+// if it comes back to it (every root maps the kernel alike, and kernel code
+// reaches user memory through explicit walks, never satp). A satp write
+// empties the TLB, and under QEMU the software TLB and its jump cache, whose
+// refills cost the host more than the guest's own instructions: at -smp 2
+// the old leave-and-reload made about 1.2 loads per matrixd request.
+// A table so kept may belong to a process that ends meanwhile: uvm_free
+// then leaves its root page to the last hart that holds it (uvm_reap).
+extern uint32_t uvm_ndying;        // roots freed but still loaded somewhere
+void uvm_reap(void);
 static inline void uvm_activate(pte_t *root) {
   extern pte_t *kroot;             // (kernel/vm.c: the kernel's table, fixed after boot)
-  csr_write(satp, SATP_SV39 | ((uint64_t)(root ? root : kroot) >> 12));
+  pte_t *want = root ? root : kroot;
+  struct hart *h = this_hart();
+  if (h->satp_root == want)
+    return;
+  csr_write(satp, SATP_SV39 | ((uint64_t)want >> 12));
   sfence_vma();
+  h->satp_loads++;
+  // (after the fence: a hart that reads this no longer walks the old root)
+  __atomic_store_n(&h->satp_root, want, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&uvm_ndying, __ATOMIC_SEQ_CST))
+    uvm_reap();
 }
 
 #endif

@@ -83,6 +83,7 @@ void kvm_enable_hart(void) {
   sfence_vma();
   csr_write(satp, SATP_SV39 | ((uint64_t)kroot >> 12));
   sfence_vma();
+  this_hart()->satp_root = kroot;
 }
 
 pte_t *kvm_root(void) { return kroot; }
