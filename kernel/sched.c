@@ -104,10 +104,15 @@ static void idle_wait(struct hart *h) {
         return;
       }
   }
-  // A sleeping hart holds no process's table: one that ends meanwhile is
-  // freed at once, not when this hart wakes (uvm_free, uvm_reap).
-  uvm_activate(0);
   intr_off();
+  // A sleeping hart keeps the table it holds (at light load the next request
+  // is most often for the same process), unless a process has ended whose
+  // root some hart still holds: then it moves to the kernel's, and the root
+  // can be freed. uvm_free interrupts a holder after announcing the root, so
+  // one that looked before that wakes at once (the check is made with
+  // interrupts masked, so the interrupt stays pending for wfi).
+  if (__atomic_load_n(&uvm_ndying, __ATOMIC_SEQ_CST))
+    uvm_activate(0);
   __atomic_fetch_or(&idle_harts, bit, __ATOMIC_SEQ_CST);
   // wfi returns when an interrupt is pending even with SIE clear; it is then
   // taken as soon as interrupts are on again. Checking with SIE clear closes the

@@ -93,9 +93,9 @@ static void free_table(pte_t *table, int level) {
 // Roots of ended processes that some hart still holds in satp (uvm_activate
 // keeps a table loaded across kernel work), chained through their first entry
 // (a page address has its low bits clear, so the entry reads as invalid).
-// The last holder frees each: its next satp write calls uvm_reap. A hart going
-// idle loads the kernel's table (sched.c), so no root waits on a sleeping
-// hart, and KSTAT_QUIET waits for the list to empty.
+// The last holder frees each: its next satp write calls uvm_reap. A hart that
+// sleeps holding one is woken, and moves to the kernel's table before it
+// sleeps again (sched.c, idle_wait); KSTAT_QUIET waits for the list to empty.
 uint32_t uvm_ndying;
 static pte_t *dying;
 static struct spinlock dying_lock = SPINLOCK_INIT("uvm dying");
@@ -142,6 +142,11 @@ void uvm_free(pte_t *root) {
   __atomic_fetch_add(&uvm_ndying, 1, __ATOMIC_SEQ_CST);
   spin_unlock(&dying_lock);
   uvm_reap();
+  // Holders left: wake them, a sleeping hart would hold it until its next
+  // work (sched.c, idle_wait). The others free it at their next satp load.
+  for (uint32_t i = 0; i < board.nharts; i++)
+    if (__atomic_load_n(&harts[i].satp_root, __ATOMIC_SEQ_CST) == root)
+      hart_ipi(i);
 }
 
 int uvm_map_shared(pte_t *root, uint64_t va, uint64_t pa, uint64_t perm) {
