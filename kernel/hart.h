@@ -40,6 +40,7 @@ struct hart {
   // address space (kernel/uvm.h, uvm_activate)
   uint64_t *satp_root;          // the root table in satp: the kernel's, or a process's kept on
   uint64_t satp_loads;          // satp writes (each empties the TLB, and QEMU's software TLB)
+  uint64_t user_copy_seq;       // odd while this hart copies to or from user memory (uvm.h)
 };
 
 extern struct hart harts[BOARD_MAX_HARTS];

@@ -41,12 +41,15 @@ int uintr_emul_ecall_ret(struct thread *t) {
   uint64_t sp = t->uc.x[REG_SP], at = sp - UINTR_RET_A0_OFF, a0, a7;
   const uint64_t span = UINTR_RET_A0_OFF - UINTR_RET_A7_OFF + 8;
   const uint64_t *pa = 0;
+  uvm_copy_enter();               // (a read of a user page by its address)
   if ((at & 7) == 0 && (at & (PAGE_SIZE - 1)) + span <= PAGE_SIZE)
     pa = (const uint64_t *)uvm_translate(t->proc->pagetable, at, PTE_R);
   if (pa) {
     a0 = pa[0];
     a7 = pa[(UINTR_RET_A0_OFF - UINTR_RET_A7_OFF) / 8];
-  } else {
+  }
+  uvm_copy_exit();
+  if (!pa) {
     uint64_t frame[span / 8];
     if (copyin(t->proc->pagetable, frame, at, sizeof frame) < 0)
       return -1;

@@ -31,6 +31,23 @@ static pte_t *walk(pte_t *root, uint64_t va, int create) {
   return create ? pt_walk(root, va, 0, 1) : pt_leaf(root, va);
 }
 
+// A kernel copy on another hart may have translated one of the pages just
+// made invalid before it saw them so: wait until each hart that is in a copy
+// now has left that copy (uvm_copy_enter). Copies are short; this hart's own
+// are not running (it is here).
+static void wait_for_user_copies(void) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   // (the leaves' stores before the looks)
+  uint32_t me = this_hart()->index;
+  for (uint32_t i = 0; i < board.nharts; i++) {
+    if (i == me)
+      continue;
+    uint64_t seq = __atomic_load_n(&harts[i].user_copy_seq, __ATOMIC_ACQUIRE);
+    if (seq & 1)
+      while (__atomic_load_n(&harts[i].user_copy_seq, __ATOMIC_ACQUIRE) == seq)
+        ;
+  }
+}
+
 // Unmapping is two passes with a TLB flush between: the leaves are made
 // invalid (keeping their addresses), every hart forgets the translations it
 // may hold (a thread of the process may run on any of them, and the one
@@ -50,6 +67,7 @@ void uvm_dealloc(pte_t *root, uint64_t start, uint64_t end) {
   if (!unmapped)
     return;
   tlb_flush_all_harts(ALIGN_UP(start, PAGE_SIZE), end);
+  wait_for_user_copies();
   for (uint64_t va = ALIGN_UP(start, PAGE_SIZE); va < end; va += PAGE_SIZE) {
     pte_t *pte = walk(root, va, 0);
     if (pte && *pte) {
@@ -172,10 +190,14 @@ uint64_t uvm_translate(pte_t *root, uint64_t va, uint64_t need) { return transla
 // checked against USER_VA_END already).
 static __attribute__((noinline)) int copy_user_pages(pte_t *root, uint64_t uva, char *kbuf,
                                                      size_t len, int to_user) {
+  int r = 0;
+  uvm_copy_enter();
   while (len > 0) {
     uint64_t pa = uvm_translate(root, uva, to_user ? PTE_W : PTE_R);
-    if (!pa)
-      return -EFAULT;
+    if (!pa) {
+      r = -EFAULT;
+      break;
+    }
     size_t n = PAGE_SIZE - (uva & (PAGE_SIZE - 1));
     if (n > len)
       n = len;
@@ -187,7 +209,8 @@ static __attribute__((noinline)) int copy_user_pages(pte_t *root, uint64_t uva, 
     kbuf += n;
     len -= n;
   }
-  return 0;
+  uvm_copy_exit();
+  return r;
 }
 
 // (inline: copyout and copyin are each a copy_user, not a call to it)
@@ -202,15 +225,20 @@ static inline __attribute__((always_inline)) int copy_user(pte_t *root, uint64_t
   // spent about 80 instructions in the general loop and memcpy.
   if (len == 0 || (uva & (PAGE_SIZE - 1)) + len > PAGE_SIZE)
     return copy_user_pages(root, uva, kbuf, len, to_user);
+  uvm_copy_enter();
   char *pa = (char *)translate(root, uva, to_user ? PTE_W : PTE_R);
-  if (!pa)
+  if (!pa) {
+    uvm_copy_exit();
     return -EFAULT;
+  }
   char *dst = to_user ? pa : kbuf;
   const char *src = to_user ? kbuf : pa;
   if (len > 8)
-    return memcpy(dst, src, len), 0;
-  for (size_t i = 0; i < len; i++)
-    dst[i] = src[i];
+    memcpy(dst, src, len);
+  else
+    for (size_t i = 0; i < len; i++)
+      dst[i] = src[i];
+  uvm_copy_exit();
   return 0;
 }
 
@@ -239,15 +267,22 @@ int copyin(pte_t *root, void *dst, uint64_t src, size_t len) {
 }
 
 long copyinstr(pte_t *root, char *dst, uint64_t src, size_t max) {
+  long r = -ENAMETOOLONG;
+  uvm_copy_enter();
   for (size_t i = 0; i < max; i++) {
     uint64_t pa = src + i < USER_VA_END ? uvm_translate(root, src + i, PTE_R) : 0;
-    if (!pa)
-      return -EFAULT;
+    if (!pa) {
+      r = -EFAULT;
+      break;
+    }
     dst[i] = *(const char *)pa;
-    if (dst[i] == 0)
-      return (long)i;
+    if (dst[i] == 0) {
+      r = (long)i;
+      break;
+    }
   }
-  return -ENAMETOOLONG;
+  uvm_copy_exit();
+  return r;
 }
 
 

@@ -36,6 +36,25 @@ int copyin(pte_t *root, void *dst, uint64_t src, size_t len);          // 0 or -
 // Copy a NUL-terminated string of at most max bytes (including the NUL).
 // Returns its length, -EFAULT, or -ENAMETOOLONG if no NUL within max bytes.
 long copyinstr(pte_t *root, char *dst, uint64_t src, size_t max);
+// A copy to or from user memory runs between these (copyin, copyout,
+// copyinstr, and any other read of a user page by its physical address). The
+// page it translated may be unmapped meanwhile by a sibling thread's brk on
+// another hart; uvm_dealloc frees pages only after every hart that was in
+// such a copy when the leaves went invalid has left it. The fences order the
+// count against the walk (a copy that starts after the invalidation sees it).
+// Never nested, never across a yield: a copy is a few loads and stores.
+// (Plain stores: only this hart writes its count; others read it atomically.)
+static inline void uvm_copy_enter(void) {
+  volatile uint64_t *seq = &this_hart()->user_copy_seq;
+  *seq = *seq + 1;
+  __asm__ volatile("fence rw, rw" ::: "memory");
+}
+static inline void uvm_copy_exit(void) {
+  volatile uint64_t *seq = &this_hart()->user_copy_seq;
+  __asm__ volatile("fence rw, w" ::: "memory");
+  *seq = *seq + 1;
+}
+
 // Run on root's address space (NULL: the kernel's table). Lazy: a hart that
 // leaves a process for kernel work keeps its table loaded, and loads nothing
 // if it comes back to it (every root maps the kernel alike, and kernel code

@@ -10,6 +10,8 @@
 #include "timer.h"
 #include "board.h"
 #include "spinlock.h"
+#include "uvm.h"
+#include "palloc.h"
 
 // ---- a hog: keeps one hart busy without yielding until released ----
 static volatile uint32_t hog_on;        // hart index + 1 the hog runs on; 0: not yet
@@ -355,4 +357,53 @@ KTEST(smp_spinlock_found_held_is_counted) {
     counted = spin_waits(held_name) > waits0;
   }
   KCHECK(counted);
+}
+
+// ---- a heap shrink waits for a copy to user memory in flight elsewhere ----
+// A copier on another hart enters a user copy (uvm_copy_enter, as copyout
+// does after its walk found the page mapped), sees the page's leaf go
+// invalid (the shrink has begun), and stays in the copy for 20 ms more. The
+// shrink (uvm_dealloc) must not return, and free the page, before the copy
+// is over. Without the wait (wait_for_user_copies in kernel/uvm.c) it
+// returned at once. As above, this side waits on the clock, so that its hart
+// never sleeps and steals the copier.
+static pte_t *volatile copy_root;
+static volatile uint32_t copier_in, copier_done;
+static volatile int shrink_returned, freed_during_copy;
+
+static void copier(void *arg) {
+  uint64_t va = (uint64_t)arg, ms = board.timebase_hz / 1000;
+  uvm_copy_enter();
+  __atomic_store_n(&copier_in, 1, __ATOMIC_SEQ_CST);
+  volatile pte_t *leaf = pt_leaf(copy_root, va);
+  uint64_t give_up = rdtime() + KTEST_PATIENCE_MS * ms;
+  while ((*leaf & PTE_V) && rdtime() < give_up)
+    ;
+  for (uint64_t until = rdtime() + 20 * ms; rdtime() < until;)
+    if (__atomic_load_n(&shrink_returned, __ATOMIC_SEQ_CST))
+      freed_during_copy = 1;
+  uvm_copy_exit();
+  __atomic_store_n(&copier_done, 1, __ATOMIC_SEQ_CST);
+}
+
+KTEST(smp_shrink_waits_for_user_copy) {
+  if (nharts_online < 2)
+    return;
+  const uint64_t va = 0x100000;
+  copy_root = uvm_create();
+  KREQUIRE(copy_root != 0);
+  KREQUIRE(uvm_alloc(copy_root, va, va + PAGE_SIZE, PTE_R | PTE_W) == 0);
+  copier_in = copier_done = 0;
+  shrink_returned = freed_during_copy = 0;
+  uint32_t other = (this_hart()->index + 1) % nharts_online;
+  KREQUIRE(kco_spawn_stackful_on(other, copier, (void *)va, 0, 0) >= 0);
+  uint64_t ms = board.timebase_hz / 1000, give_up = rdtime() + KTEST_PATIENCE_MS * ms;
+  while (!__atomic_load_n(&copier_in, __ATOMIC_SEQ_CST) && rdtime() < give_up)
+    ;
+  KREQUIRE(copier_in);
+  uvm_dealloc(copy_root, va, va + PAGE_SIZE);
+  __atomic_store_n(&shrink_returned, 1, __ATOMIC_SEQ_CST);
+  KREQUIRE(ktest_wait_count(&copier_done, 1, KTEST_PATIENCE_MS));
+  KCHECK(!freed_during_copy);
+  uvm_free(copy_root);
 }
