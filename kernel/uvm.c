@@ -118,18 +118,20 @@ uint32_t uvm_ndying;
 static pte_t *dying;
 static struct spinlock dying_lock = SPINLOCK_INIT("uvm dying");
 
-static int root_held(pte_t *root) {
+// The harts (bit i: index i) that hold root in satp now.
+static uint64_t root_holders(pte_t *root) {
+  uint64_t held = 0;
   for (uint32_t i = 0; i < board.nharts; i++)
     if (__atomic_load_n(&harts[i].satp_root, __ATOMIC_SEQ_CST) == root)
-      return 1;
-  return 0;
+      held |= 1ULL << i;
+  return held;
 }
 
 void uvm_reap(void) {
   spin_lock(&dying_lock);
   for (pte_t **link = &dying; *link;) {
     pte_t *root = *link;
-    if (root_held(root)) {
+    if (root_holders(root)) {
       link = (pte_t **)&root[0];
       continue;
     }
@@ -162,8 +164,11 @@ void uvm_free(pte_t *root) {
   uvm_reap();
   // Holders left: wake them, a sleeping hart would hold it until its next
   // work (sched.c, idle_wait). The others free it at their next satp load.
-  for (uint32_t i = 0; i < board.nharts; i++)
-    if (__atomic_load_n(&harts[i].satp_root, __ATOMIC_SEQ_CST) == root)
+  // (After the reap the page may be someone else's root: an interrupt too
+  // many then, nothing worse.)
+  uint64_t held = root_holders(root);
+  for (uint32_t i = 0; held; i++, held >>= 1)
+    if (held & 1)
       hart_ipi(i);
 }
 
