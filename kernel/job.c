@@ -110,9 +110,21 @@ void start_main_job(const char *args) {
     timer_set_idle_tick(1);
     kprintf("timer: idle harts keep their tick (idle_tick=1)\n");
   }
-  if (bootarg(args, "netlock", val, sizeof val) && strcmp(val, "spin") == 0) {
-    net_lock_use_spinlock(1);
-    kprintf("net: the network lock is a spinlock (netlock=spin)\n");
+  if (bootarg(args, "netlock", val, sizeof val)) {
+    // spin: the spinlock it was; nohandoff: system calls spin for it, as
+    // before they could wait elsewhere (both for comparison); busy: every
+    // try finds it held (tests). net/netlock.c.
+    int known = 1;
+    if (strcmp(val, "spin") == 0)
+      net_lock_use_spinlock(1);
+    else if (strcmp(val, "nohandoff") == 0)
+      net_lock_tries_spin(1);
+    else if (strcmp(val, "busy") == 0)
+      net_lock_tries_fail(1);
+    else
+      known = 0;
+    kprintf(known ? "net: the network lock: netlock=%s\n"
+                  : "net: netlock=%s is not spin, nohandoff or busy: ignored\n", val);
   }
   if (bootarg(args, "uptime", val, sizeof val) && strcmp(val, "syscall") == 0) {
     prio_vvar_timebase(0);

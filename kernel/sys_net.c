@@ -118,6 +118,28 @@ long sys_accept(struct thread *t, struct sysargs *sa, int may_block) {
   }
 }
 
+// How an attempt of recv or send may wait for the network lock (net_run,
+// net/net.h), and what it does when it may not:
+//   - may_block (a stackful kernel coroutine): it sleeps in the lock's queue;
+//   - the first attempt, in the trap (on the switcher: the thread must not
+//     wait there, and an async caller goes on at once): if the lock is held,
+//     WOULD_BLOCK with nothing to wait for, which gives the call to a
+//     stackful kernel coroutine (syswork_start), where it sleeps instead;
+//   - a stackless kernel coroutine's attempt: HAND_TO_STACK, and the worker
+//     hands the call over to a stackful one (kernel/syswork.c);
+//   - anything else (the KTUC poller, a stackful coroutine trying without
+//     may_block, whose wakes are its own calls'): spins, as all these did
+//     before. A spinning vCPU took a host core from QEMU's main loop and the
+//     client, and its polls were a sixth of a request's instructions in
+//     matrixd KCUC's closed loop on two harts.
+static enum net_wait lock_wait(struct thread *t, struct sysargs *sa, int may_block) {
+  if (may_block)
+    return NET_BLOCK;
+  if (sysargs_in_trap(t, sa) || kco_current_is_stackless())
+    return NET_TRY;
+  return NET_SPIN;
+}
+
 // recv and send share their checks and their waiting.
 static long transfer(struct thread *t, struct sysargs *sa, int may_block, int is_send) {
   struct proc *p = t->proc;
@@ -132,9 +154,17 @@ static long transfer(struct thread *t, struct sysargs *sa, int may_block, int is
     return 0;
   if (!user_range_ok(p, sa->a[1], (uint64_t)n, is_send ? PTE_R : PTE_W))
     return -EFAULT;
+  enum net_wait how = lock_wait(t, sa, may_block);
   for (;;) {
-    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, may_block)
-                     : sock_recv(s, p->pagetable, sa->a[1], n, may_block);
+    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, how)
+                     : sock_recv(s, p->pagetable, sa->a[1], n, how);
+    if (r == SOCK_LOCK_BUSY) {
+      if (!sysargs_in_trap(t, sa))
+        return HAND_TO_STACK;
+      sa->wq = 0;                // nothing named to wait for: a stackful coroutine
+      sa->deadline = 0;
+      return WOULD_BLOCK;
+    }
     if (r != -EAGAIN)
       return r;
     if ((r = sock_wait(p, sa, may_block, is_send ? SOCK_SEND : SOCK_RECV)) != 0)

@@ -124,8 +124,9 @@ static void print_stats(stats_out_fn *out) {
   net_get_stats(&ns);
   out("     lwIP: rx %lu frames, %lu dropped; tx %lu frames, %lu refused (card and backlog full); timer runs %lu\n",
       ns.rx_frames, ns.rx_dropped, ns.tx_frames, ns.tx_full, ns.timer_runs);
-  out("     lock (%s): sections %lu, found held %lu, combined %lu, handed over %lu\n",
+  out("     lock (%s): sections %lu, found held %lu, combined %lu, handed over %lu; "
+      "tries that found it held %lu\n",
       net_lock_is_spinlock() ? "spinlock" : "CES", ns.lock_sections, ns.lock_queued,
-      ns.lock_combined, ns.lock_handoffs);
+      ns.lock_combined, ns.lock_handoffs, ns.lock_tries_busy);
 }
 STATS_SOURCE(41, "net", print_stats);

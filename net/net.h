@@ -28,10 +28,15 @@ int net_started(void);
 //  - net_lock/net_unlock: the caller runs the code in between itself. If the
 //    lock is held it spins until it is handed the lock; fine anywhere (also
 //    with a spinlock held, or inside a KCO_WAIT_UNTIL condition).
-//  - net_run(fn, arg, may_block): fn(arg) as a request. may_block: the caller
-//    is a stackful coroutine that holds no spinlock and is in no wait's
-//    condition; under contention it sleeps while the holder runs fn, and is
-//    woken on another hart. Otherwise it spins on its request.
+//  - net_run(fn, arg, how): fn(arg) as a request. Under contention, by how:
+//      NET_BLOCK  the caller (a stackful coroutine that holds no spinlock
+//                 and is in no wait's condition) sleeps while the holder runs
+//                 fn, and is woken on another hart;
+//      NET_TRY    nothing is done, and net_run returns 0: the caller hands
+//                 its work to somewhere it may sleep (a system call's to a
+//                 stackful kernel coroutine: kernel/sys_net.c);
+//      NET_SPIN   the caller spins on its request.
+//    1 once fn has run.
 //  - net_submit/net_poll: the same for a stackless coroutine: 1 if fn has
 //    run; 0: return CO_PENDING, and when woken call net_poll (1 once fn has
 //    run). r must stay valid until then.
@@ -43,12 +48,20 @@ struct net_req {
 };
 void net_lock(void);
 void net_unlock(void);
-void net_run(void (*fn)(void *), void *arg, int may_block);
+enum net_wait { NET_SPIN, NET_BLOCK, NET_TRY };
+int net_run(void (*fn)(void *), void *arg, enum net_wait how);
 int net_submit(struct net_req *r, void (*fn)(void *), void *arg);
 int net_poll(struct net_req *r);
 void net_lock_use_spinlock(int on);  // bootargs netlock=spin: a plain spinlock, as before
 int net_lock_is_spinlock(void);
+// bootargs netlock=busy (tests): every NET_TRY reports the lock held, so that
+// every recv and send a system call tries takes the way around it.
+void net_lock_tries_fail(int on);
+// bootargs netlock=nohandoff (for comparison): NET_TRY spins as NET_SPIN, as
+// every system call's attempt did before it could wait elsewhere.
+void net_lock_tries_spin(int on);
 uint64_t net_lock_queued(void);      // requests that found the lock held, so far (tests)
+uint64_t net_lock_tries_busy(void);  // NET_TRY requests that found it held, so far
 // net/net.c, at the end of every section: re-arm the timer coroutine if lwIP
 // asked for an earlier timeout, and wake the loopback coroutine if packets wait.
 void net_section_end(void);
@@ -58,8 +71,9 @@ struct net_stats {
   uint64_t tx_frames, tx_full;       // frames sent (or waiting for a card buffer) / refused: the driver's backlog was full too
   uint64_t timer_runs;
   // the network lock (net/netlock.c): sections run; requests that found it
-  // held; sections a combiner ran for another caller; hand-overs of the lock
-  uint64_t lock_sections, lock_queued, lock_combined, lock_handoffs;
+  // held; sections a combiner ran for another caller; hand-overs of the lock;
+  // NET_TRY requests that found it held (and went to wait elsewhere)
+  uint64_t lock_sections, lock_queued, lock_combined, lock_handoffs, lock_tries_busy;
 };
 void net_lock_stats(struct net_stats *st);   // with the lock held
 void net_get_stats(struct net_stats *st);

@@ -5,16 +5,22 @@
 // the sections run back to back on the hart that holds it (the combiner), and
 // a waiter that may block goes on with other work meanwhile: a stackful
 // coroutine sleeps in ces_run and its continuation is woken on another hart,
-// a stackless one (the receive coroutine) returns CO_PENDING. A caller that
-// cannot block (the switcher's first attempt of a system call, a stackless
-// worker deep in a call, anything holding a spinlock or testing a wait's
-// condition) spins on its own request instead: combining without the
-// exchange. The mutex is set up for spinners (m->spinners, as
+// a stackless one (the receive coroutine) returns CO_PENDING. A system call
+// that cannot block where it is (its first attempt, on the switcher; a
+// stackless worker deep in the call) only tries (NET_TRY): if the lock is
+// held it does nothing, and the call goes on in a stackful kernel coroutine
+// that sleeps in ces_run (kernel/sys_net.c). It used to spin on its request
+// there, and on two harts that spinning was a sixth of a request's
+// instructions in matrixd's closed loop (docs/results/smp-matrixd.md). What
+// is left spinning (NET_SPIN, net_lock) holds a spinlock, tests a wait's
+// condition, or is the KTUC poller: combining without the exchange. The mutex is set up for spinners (m->spinners, as
 // ces_init_spinning sets it): the lock is never handed to a sleeping waiter,
 // so a spinner never waits for a dispatch.
 //
 // The bootarg netlock=spin makes it the spinlock it was before (kept for
-// comparison: make bench-netlock runs both).
+// comparison: make bench-netlock runs both); netlock=busy makes every try
+// fail, so that tests take the way around a held lock on every call; and
+// netlock=nohandoff makes tries spin as they did before (for comparison).
 #include "net.h"
 #include "hart.h"
 #include "kces.h"
@@ -36,12 +42,17 @@ static struct ces_node lock_node[BOARD_MAX_HARTS];
 static struct spinlock spin = SPINLOCK_INIT("net");
 static int use_spin;                    // netlock=spin
 static uint64_t spin_sections, spin_queued;
+static uint64_t tries_busy;             // NET_TRY requests that found the lock held
+static int tries_fail;                  // netlock=busy
+static int tries_spin;                  // netlock=nohandoff
 
 // Mutual exclusion, checked on every section: cheap (one exchange), and a
 // broken lock stops the kernel at the first overlap instead of corrupting lwIP.
 static uint32_t inside;
 
 void net_lock_use_spinlock(int on) { use_spin = on; }
+void net_lock_tries_fail(int on) { tries_fail = on; }
+void net_lock_tries_spin(int on) { tries_spin = on; }
 int net_lock_is_spinlock(void) { return use_spin; }
 
 static void enter(void) {
@@ -81,18 +92,27 @@ static void section(void *arg) {
   leave();
 }
 
-void net_run(void (*fn)(void *), void *arg, int may_block) {
-  if (use_spin) {
+int net_run(void (*fn)(void *), void *arg, enum net_wait how) {
+  if (use_spin) {                       // (as before: every caller spins)
     net_lock();
     fn(arg);
     net_unlock();
-    return;
+    return 1;
   }
   struct net_req r = { .fn = fn, .arg = arg };
-  if (may_block)
+  if (how == NET_TRY && tries_spin)
+    how = NET_SPIN;
+  if (how == NET_BLOCK) {
     ces_run(&mx, section, &r);
-  else
+  } else if (how == NET_TRY) {
+    if (tries_fail || !ces_try_run(&mx, section, &r)) {
+      __atomic_fetch_add(&tries_busy, 1, __ATOMIC_RELAXED);
+      return 0;
+    }
+  } else {
     ces_run_spin(&mx, section, &r);
+  }
+  return 1;
 }
 
 int net_submit(struct net_req *r, void (*fn)(void *), void *arg) {
@@ -113,8 +133,11 @@ uint64_t net_lock_queued(void) {
   return __atomic_load_n(use_spin ? &spin_queued : &mx.queued, __ATOMIC_RELAXED);
 }
 
+uint64_t net_lock_tries_busy(void) { return __atomic_load_n(&tries_busy, __ATOMIC_RELAXED); }
+
 // With the lock held: the mutex's counters are the holder's.
 void net_lock_stats(struct net_stats *st) {
+  st->lock_tries_busy = net_lock_tries_busy();
   if (use_spin) {
     st->lock_sections = spin_sections;
     st->lock_queued = __atomic_load_n(&spin_queued, __ATOMIC_RELAXED);

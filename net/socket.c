@@ -360,8 +360,9 @@ static long send_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   return r;
 }
 
-// recv and send run as requests (net_run), so that a caller that may block
-// sleeps under contention while the holder runs them for it.
+// recv and send run as requests (net_run), so that under contention a caller
+// that may block sleeps while the holder runs them for it, and one that may
+// not goes to wait where it may (SOCK_LOCK_BUSY; kernel/sys_net.c).
 struct xfer {
   int send;
   struct socket *s;
@@ -397,18 +398,16 @@ static int recv_finds_nothing(struct socket *s) {
          __atomic_load_n(&s->pcb, __ATOMIC_RELAXED);
 }
 
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block) {
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how) {
   if (recv_finds_nothing(s))
     return -EAGAIN;
   struct xfer x = { 0, s, pt, uva, n, 0 };
-  net_run(xfer_section, &x, may_block);
-  return x.r;
+  return net_run(xfer_section, &x, how) ? x.r : SOCK_LOCK_BUSY;
 }
 
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block) {
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how) {
   struct xfer x = { 1, s, pt, uva, n, 0 };
-  net_run(xfer_section, &x, may_block);
-  return x.r;
+  return net_run(xfer_section, &x, how) ? x.r : SOCK_LOCK_BUSY;
 }
 
 int sock_shutdown(struct socket *s, int how) {

@@ -17,6 +17,7 @@
 #include "abi.h"
 #include "uvm.h"
 #include "waitq.h"
+#include "net.h"                   // enum net_wait
 
 #define SOCK_MAX (2 * NOFILE_MAX + 1024)  // sockets in the whole kernel (listening + connections): two full processes (a server and its client over loopback) and more
 #define SOCK_BACKLOG_MAX 1024        // connections a listener keeps waiting for accept
@@ -36,10 +37,11 @@ int sock_refuse(struct socket *s);
 // Transfers between the socket and user memory at uva in page table pt (already
 // validated by the caller). recv: bytes, 0 when the peer has closed, -EAGAIN,
 // -ECONNRESET... send: bytes queued (at least 1), -EAGAIN, -EPIPE, -ECONNRESET...
-// may_block: the caller may sleep while the network lock is contended (see
-// net_run in net/net.h); 0 from the switcher and from stackless coroutines.
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block);
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, int may_block);
+// how: what the caller does if the network lock is held (net_run in
+// net/net.h); with NET_TRY the result may be SOCK_LOCK_BUSY: nothing was done.
+#define SOCK_LOCK_BUSY (-1100)     // internal, like WOULD_BLOCK (kernel/sysargs.h)
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how);
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how);
 // Start a connection to ip:port (ip in host order), or report on the one
 // started: -EAGAIN while the handshake runs, then 0 (once; -EISCONN after),
 // or -ECONNREFUSED / -ETIMEDOUT (the socket is spent), -ENETUNREACH, -EINVAL.

@@ -193,6 +193,12 @@ user_suite() {   # user_suite PREFIX
     user_prog "$prefix" "$prog-smp4" 4 $prog
   done
   user_prog "$prefix" "conntest-netlock-spin-smp2" 2 conntest netlock=spin
+  # every try of the lock failing (bootargs netlock=busy), so that every recv
+  # and send a system call makes goes on in a stackful kernel coroutine (what
+  # a call does when it finds the lock held: kernel/sys_net.c), in every mode
+  for prog in socktest conntest; do
+    user_prog "$prefix" "$prog-netlock-busy-smp2" 2 $prog netlock=busy
+  done
   # async calls served by the other kernel modes: stackful kernel coroutines
   # (KMODE_THREAD) and the per-process polling thread (KMODE_POLLER)
   for kmode in 1 2; do

@@ -104,5 +104,11 @@ void ces_unlock(struct ces_mutex *m, struct ces_node *n);
 void ces_init_spinning(struct ces_mutex *m, const struct ces_env *env, uint32_t batch);
 void ces_run_spin(struct ces_mutex *m, void (*fn)(void *), void *arg);
 void ces_lock_spin(struct ces_mutex *m, struct ces_node *n);   // release: ces_unlock
+// Neither block nor spin: if m is free, run fn(arg) under it (and combine
+// what queues behind meanwhile) and return 1; if it is held, return 0 with
+// nothing done and nothing queued. For a caller that has somewhere better
+// to wait than its own hart: the kernel's system calls hand such a call to a
+// stackful kernel coroutine, which can sleep in ces_run (net/netlock.c).
+int ces_try_run(struct ces_mutex *m, void (*fn)(void *), void *arg);
 
 #endif

@@ -120,6 +120,33 @@ static void queue_behind_holder(struct ces_mutex *m, uint32_t batch, int nrun, i
 // section and three requests, then hands the lock to request 3, which runs
 // its own and three more and hands on to request 7, which finishes the queue.
 // Every section runs exactly once, in queue order.
+// ces_try_run: runs at once when free; when held, nothing is run or queued
+// (the tail stays the holder's) and the caller is not blocked.
+static void test_try_run_never_queues(void) {
+  struct ces_mutex m;
+  ces_init(&m, &host_env, 0);
+  reset_counts();
+  nlog = 0;
+  my_cid = 3;
+  struct req r = { 1 };
+  CHECK_EQ(ces_try_run(&m, log_section, &r), 1);
+  CHECK_EQ(nlog, 1);
+  CHECK(m.tail == 0);
+  struct ces_node held;
+  ces_lock(&m, &held);
+  CHECK_EQ(ces_try_run(&m, log_section, &r), 0);
+  CHECK_EQ(nlog, 1);
+  CHECK(m.tail == &held);
+  CHECK(held.next == 0);
+  CHECK_EQ(m.queued, 0);
+  ces_unlock(&m, &held);
+  CHECK(m.tail == 0);
+  CHECK_EQ(ces_try_run(&m, log_section, &r), 1);
+  CHECK_EQ(nlog, 2);
+  CHECK_EQ(m.sections, 3);
+  CHECK_EQ(wakes + wakes_elsewhere, 0);
+}
+
 static void test_fifo_order_and_batch_rule(void) {
   struct ces_mutex m;
   queue_behind_holder(&m, 4, 10, 0);
@@ -365,6 +392,7 @@ static void test_stress_spinners_never_wait_for_a_sleeper(void) {
 
 CHECK_MAIN_BEGIN("test_ces")
   RUN_TEST(test_uncontended_runs_inline);
+  RUN_TEST(test_try_run_never_queues);
   RUN_TEST(test_fifo_order_and_batch_rule);
   RUN_TEST(test_lock_form_is_fifo_handoff);
   RUN_TEST(test_lock_form_node_stops_combining);

@@ -1,7 +1,8 @@
 // The network lock (net/netlock.c) under every kind of caller it has, on every
-// hart the test runs with: stackful coroutines that sleep (net_run with
-// may_block), that spin on their request (net_run without) and that spin for
-// the lock itself (net_lock/net_unlock); stackless ones through
+// hart the test runs with: stackful coroutines that sleep (NET_BLOCK), that
+// spin on their request (NET_SPIN), that try first (NET_TRY, and NET_BLOCK
+// if the lock was held) and that spin for the lock itself
+// (net_lock/net_unlock); stackless ones through
 // net_submit/net_poll and through a spinning net_run. The stack's own
 // coroutines (receive, timer, loopback) may take the lock meanwhile. Waits
 // for counts, never for time.
@@ -58,9 +59,13 @@ static void stackful(void *arg) {
     kco_yield();
   for (int i = 0; i < N_OPS; i++) {
     struct ces_check_req r = req(co, i);
-    switch ((i + co) % 3) {
-    case 0: net_run(section, &r, 1); break;
-    case 1: net_run(section, &r, 0); break;
+    switch ((i + co) % 4) {
+    case 0: net_run(section, &r, NET_BLOCK); break;
+    case 1: net_run(section, &r, NET_SPIN); break;
+    case 2:                       // (a failed try queues nothing: the order holds)
+      if (!net_run(section, &r, NET_TRY))
+        net_run(section, &r, NET_BLOCK);
+      break;
     default:
       net_lock();
       section(&r);
@@ -94,7 +99,7 @@ static int stackless(void *arg) {
     }
     w->r = req(w->co, w->i);
     if (w->spin)
-      net_run(section, &w->r, 0);
+      net_run(section, &w->r, NET_SPIN);
     else if (!net_submit(&w->nr, section, &w->r)) {
       w->queued = 1;
       return CO_PENDING;
@@ -140,4 +145,28 @@ KTEST(netlock_exclusion_fifo_every_caller_kind) {
           after.lock_sections - before.lock_sections, after.lock_queued - before.lock_queued,
           after.lock_combined - before.lock_combined,
           after.lock_handoffs - before.lock_handoffs);
+}
+
+// A try never waits and never queues: with the lock held (here, by this very
+// coroutine, so that a wait could only end in a deadlock) it returns 0 with
+// the section not run and counts itself; with the lock free it runs the
+// section at once. The way back (netlock=spin, the old spinlock) has no tries.
+static int tried;
+static void try_section(void *arg) { (*(int *)arg)++; }
+KTEST(netlock_try_does_nothing_while_held) {
+  if (net_lock_is_spinlock())
+    return;
+  tried = 0;
+  uint64_t busy = net_lock_tries_busy();
+  net_lock();
+  int r = net_run(try_section, &tried, NET_TRY);
+  net_unlock();
+  KCHECK_EQ(r, 0);
+  KCHECK_EQ(tried, 0);
+  KCHECK(net_lock_tries_busy() >= busy + 1);
+  // Free now, unless the stack's own coroutines take it meanwhile: then the
+  // try fails as it should, and one more attempt is made later.
+  for (int k = 0; k < 1000 && !net_run(try_section, &tried, NET_TRY); k++)
+    kco_yield();
+  KCHECK_EQ(tried, 1);
 }
