@@ -94,5 +94,8 @@ void sched_set_idle_poll(uint32_t us);
 // kmalloc bytes and objects held by structures that grow once and stay (the
 // executor's slot table, the timer heaps): not leaks (kernel/sched.c).
 void kernel_caches(uint64_t *bytes, uint64_t *objects);
+// Give the stackful records and stacks each hart keeps for reuse back to
+// kmalloc and palloc (before memory is counted).
+void kco_drain_stacks(void);
 
 #endif

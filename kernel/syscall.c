@@ -30,6 +30,13 @@
 #include "socket.h"
 #include "stats.h"
 
+// The records kept for reuse (worker records, coroutine stacks) are not in
+// use: back to the allocators before memory is counted.
+static void drain_caches(void) {
+  syswork_drain();
+  kco_drain_stacks();
+}
+
 static int user_writable(struct proc *p, uint64_t uva, uint64_t len) {
   return user_range_ok(p, uva, len, PTE_W);
 }
@@ -348,21 +355,21 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
   }
   switch (what) {
   case KSTAT_FREE_PAGES:
-    syswork_drain();             // caches first: what they hold is not in use
+    drain_caches();              // caches first: what they hold is not in use
     kmalloc_reclaim();
     palloc_get_stats(&ps);
     return (long)ps.free_pages;
   case KSTAT_KMALLOC_PAGES:      // as KSTAT_FREE_PAGES does: empty slabs are free
-    syswork_drain();
+    drain_caches();
     kmalloc_reclaim();
     kmalloc_get_stats(&ks);
     return (long)(ks.slab_pages + ks.large_pages);
   case KSTAT_KMALLOC_BYTES:
-    syswork_drain();
+    drain_caches();
     kmalloc_get_stats(&ks);
     return (long)ks.live_bytes;
   case KSTAT_KMALLOC_OBJECTS:
-    syswork_drain();
+    drain_caches();
     kmalloc_get_stats(&ks);
     return (long)ks.live_objects;
   case KSTAT_LIVE_COROUTINES:

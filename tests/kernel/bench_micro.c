@@ -224,6 +224,7 @@ static void bench_switch_exec(int full_save, const char *name) {
 // ---- memory per idle coroutine ----
 static uint64_t kernel_bytes_in_use(void) {
   struct palloc_stats ps;
+  kco_drain_stacks();                // (stacks kept for reuse would be counted, then reused)
   palloc_get_stats(&ps);
   return (ps.total_pages - ps.free_pages) * PAGE_SIZE;
 }

@@ -119,6 +119,7 @@ static void snap(struct snapshot *s) {
   struct palloc_stats ps;
   struct kmalloc_stats ks;
   struct exec_stats es;
+  kco_drain_stacks();           // (kept for reuse, not in use)
   kmalloc_reclaim();
   palloc_get_stats(&ps);
   kmalloc_get_stats(&ks);
