@@ -1,6 +1,7 @@
 // The kernel executor loop and the kernel-coroutine API (kco.h).
 #include "kco.h"
 #include "hart.h"
+#include "hartcache.h"
 #include "klib.h"
 #include "kmalloc.h"
 #include "palloc.h"
@@ -187,55 +188,28 @@ int64_t kco_spawn(co_poll_fn poll, void *arg, uint32_t prio) {
 // coroutine (kernel/sys_net.c): in matrixd's closed loop on two harts, about
 // one a request. palloc's search for four free pages and kmalloc's record,
 // each under its global lock, and freeing both again cost about 1,600
-// instructions a time. Each hart keeps a few released ones (the record keeps
-// its stack: sf->stack_lo), claimed with one atomic exchange and filled with
-// one compare-and-swap, as syswork.c's worker records are. kco_drain_stacks
-// empties them before memory is counted.
-#define STACK_CACHE 4
-struct stack_cache {
-  struct stackful *free[STACK_CACHE];   // atomic; 0: empty
-} __attribute__((aligned(64)));
-static struct stack_cache stack_cache[BOARD_MAX_HARTS];
+// instructions a time. Each hart keeps a few released ones
+// (kernel/hartcache.h); a record keeps its stack (sf->stack_lo).
+// kco_drain_stacks empties them before memory is counted.
+static struct hartcache stack_cache[BOARD_MAX_HARTS];
 
-static struct stackful *stack_cached(void) {
-  struct stack_cache *c = &stack_cache[this_hart()->index];
-  for (int i = 0; i < STACK_CACHE; i++) {
-    struct stackful *sf = __atomic_load_n(&c->free[i], __ATOMIC_RELAXED);
-    if (sf && (sf = __atomic_exchange_n(&c->free[i], 0, __ATOMIC_ACQUIRE)))
-      return sf;
-  }
-  return 0;
-}
-
-static void stack_free(struct stackful *sf) {
+static void stack_free(void *p) {
+  struct stackful *sf = p;
   pfree(sf->stack_lo, KCO_STACK_PAGES);
   kfree(sf);
 }
 
-void kco_drain_stacks(void) {
-  for (uint32_t i = 0; i < BOARD_MAX_HARTS; i++)
-    for (int j = 0; j < STACK_CACHE; j++) {
-      struct stackful *sf = __atomic_exchange_n(&stack_cache[i].free[j], 0, __ATOMIC_ACQUIRE);
-      if (sf)
-        stack_free(sf);
-    }
-}
+void kco_drain_stacks(void) { hartcache_drain(stack_cache, stack_free); }
 
 // What a stackful kernel coroutine owns: its stackful record and its stack.
 static void release_stackful(struct stackful *sf) {
-  struct stack_cache *c = &stack_cache[this_hart()->index];
-  for (int i = 0; i < STACK_CACHE; i++) {
-    struct stackful *none = 0;
-    if (!__atomic_load_n(&c->free[i], __ATOMIC_RELAXED) &&
-        __atomic_compare_exchange_n(&c->free[i], &none, sf, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-      return;
-  }
-  stack_free(sf);
+  if (!hartcache_put(stack_cache, sf))
+    stack_free(sf);
 }
 
 int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint32_t prio,
                               int flags) {
-  struct stackful *sf = stack_cached();
+  struct stackful *sf = hartcache_take(stack_cache);
   void *stack = sf ? sf->stack_lo : 0;
   if (!sf) {
     sf = kmalloc(sizeof *sf);
