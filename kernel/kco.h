@@ -61,14 +61,6 @@ static inline void kco_reprio_self(uint32_t prio) {
   }
 }
 
-// Is the running kernel coroutine a stackless one (it may not block)? A
-// stackless coroutine run on a stackful one's stack (kco_run_stackless) is
-// the running one meanwhile.
-static inline int kco_current_is_stackless(void) {
-  struct co *c = this_hart()->cur;
-  return c && c->kind == CO_STACKLESS;
-}
-
 // Stackful coroutines only.
 void kco_yield(void);
 void kco_block(void);                        // returns once woken (maybe spuriously)

@@ -119,23 +119,24 @@ long sys_accept(struct thread *t, struct sysargs *sa, int may_block) {
 }
 
 // How an attempt of recv or send may wait for the network lock (net_run,
-// net/net.h), and what it does when it may not:
+// net/net.h):
 //   - may_block (a stackful kernel coroutine): it sleeps in the lock's queue;
-//   - the first attempt, in the trap (on the switcher: the thread must not
-//     wait there, and an async caller goes on at once): if the lock is held,
-//     WOULD_BLOCK with nothing to wait for, which gives the call to a
-//     stackful kernel coroutine (syswork_start), where it sleeps instead;
-//   - a stackless kernel coroutine's attempt: HAND_TO_STACK, and the worker
-//     hands the call over to a stackful one (kernel/syswork.c);
-//   - anything else (the KTUC poller, a stackful coroutine trying without
-//     may_block, whose wakes are its own calls'): spins, as all these did
-//     before. A spinning vCPU took a host core from QEMU's main loop and the
-//     client, and its polls were a sixth of a request's instructions in
-//     matrixd KCUC's closed loop on two harts.
+//   - the first attempt, in the trap, of a KMODE_THREAD process (KTUT): it
+//     only tries, and if the lock is held returns WOULD_BLOCK with nothing to
+//     wait for, which gives the call to a stackful kernel coroutine
+//     (syswork_start) that sleeps there instead; the switcher runs another
+//     thread meanwhile. In that mode a call that waits becomes such a
+//     coroutine anyway. (Two harts, docs/results/ab-handoff.md: KTUT served
+//     more requests a second so, and KCUC and KCUT fewer: there a call's
+//     continuation is a stackless coroutine or a parked thread, and a
+//     stackful one woken on the other hart costs more than the spin.)
+//   - anything else (the other modes' first attempts, stackless workers, the
+//     KTUC poller): spins on its request.
 static enum net_wait lock_wait(struct thread *t, struct sysargs *sa, int may_block) {
   if (may_block)
     return NET_BLOCK;
-  if (sysargs_in_trap(t, sa) || kco_current_is_stackless())
+  if (sysargs_in_trap(t, sa) &&
+      __atomic_load_n(&t->proc->kmode, __ATOMIC_RELAXED) == KMODE_THREAD)
     return NET_TRY;
   return NET_SPIN;
 }
@@ -158,9 +159,7 @@ static long transfer(struct thread *t, struct sysargs *sa, int may_block, int is
   for (;;) {
     long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, how)
                      : sock_recv(s, p->pagetable, sa->a[1], n, how);
-    if (r == SOCK_LOCK_BUSY) {
-      if (!sysargs_in_trap(t, sa))
-        return HAND_TO_STACK;
+    if (r == SOCK_LOCK_BUSY) {   // (NET_TRY, in the trap)
       sa->wq = 0;                // nothing named to wait for: a stackful coroutine
       sa->deadline = 0;
       return WOULD_BLOCK;

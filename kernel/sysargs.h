@@ -19,10 +19,6 @@
 // same arguments: kernel/syscall.c, KSTAT_QUIET on one hart)
 #define AGAIN_AFTER_OTHERS (-1001)
 _Static_assert(AGAIN_AFTER_OTHERS < WOULD_BLOCK, "syscall_dispatch tests r <= WOULD_BLOCK for both");
-// internal, from an attempt by a stackless kernel coroutine only: the call
-// must go on where it may sleep, in a stackful kernel coroutine (the network
-// lock is held: kernel/sys_net.c, kernel/syswork.c)
-#define HAND_TO_STACK (-1002)
 
 struct socket;
 struct waitq;

@@ -222,31 +222,9 @@ static int publish_worker(struct worker *w) {
   return __atomic_load_n(&w->p->killed, __ATOMIC_SEQ_CST);
 }
 
-static void stackful_main(void *arg);
-
-// The call must go on where it may sleep (HAND_TO_STACK: the network lock is
-// held, and a stackless coroutine could only spin for it). A stackful
-// coroutine takes w over; this one stops listening and leaves. 1 if it did,
-// 0 if there was no memory for its stack: then this one tries again later.
-static int hand_to_stack(struct worker *w) {
-  unregister(w);
-  // The stackful one registers itself (stackful_main) on p->async_workers:
-  // an exit meanwhile sets `killed` first, which its call's waits test.
-  if (w->link.kcid)
-    proc_async_unregister(w->p, &w->link);
-  if (kco_spawn_stackful(stackful_main, w, w->prio, 0) >= 0)
-    return 1;
-  if (w->cid)
-    proc_async_register(w->p, &w->link, kco_current());
-  kco_wake(kco_current());       // (remembered: it runs again after this poll)
-  return 0;
-}
-
 static int stackless_poll(void *arg) {
   struct worker *w = arg;
   long r = attempt(w, kco_current());
-  if (r == HAND_TO_STACK)
-    return hand_to_stack(w) ? CO_DONE : CO_PENDING;
   if (r == WOULD_BLOCK && !w->cid && w->t->worker != kco_current() && publish_worker(w))
     r = attempt(w, kco_current());     // -EINTR
   if (r == WOULD_BLOCK && w->cid && !w->link.kcid) {

@@ -33,8 +33,9 @@ int net_started(void);
 //                 and is in no wait's condition) sleeps while the holder runs
 //                 fn, and is woken on another hart;
 //      NET_TRY    nothing is done, and net_run returns 0: the caller hands
-//                 its work to somewhere it may sleep (a system call's to a
-//                 stackful kernel coroutine: kernel/sys_net.c);
+//                 its work to somewhere it may sleep (a KMODE_THREAD system
+//                 call's first attempt, to a stackful kernel coroutine:
+//                 kernel/sys_net.c);
 //      NET_SPIN   the caller spins on its request.
 //    1 once fn has run.
 //  - net_submit/net_poll: the same for a stackless coroutine: 1 if fn has
@@ -55,7 +56,7 @@ int net_poll(struct net_req *r);
 void net_lock_use_spinlock(int on);  // bootargs netlock=spin: a plain spinlock, as before
 int net_lock_is_spinlock(void);
 // bootargs netlock=busy (tests): every NET_TRY reports the lock held, so that
-// every recv and send a system call tries takes the way around it.
+// every recv and send that tries takes the way around it.
 void net_lock_tries_fail(int on);
 // bootargs netlock=nohandoff (for comparison): NET_TRY spins as NET_SPIN, as
 // every system call's attempt did before it could wait elsewhere.

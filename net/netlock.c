@@ -5,15 +5,14 @@
 // the sections run back to back on the hart that holds it (the combiner), and
 // a waiter that may block goes on with other work meanwhile: a stackful
 // coroutine sleeps in ces_run and its continuation is woken on another hart,
-// a stackless one (the receive coroutine) returns CO_PENDING. A system call
-// that cannot block where it is (its first attempt, on the switcher; a
-// stackless worker deep in the call) only tries (NET_TRY): if the lock is
-// held it does nothing, and the call goes on in a stackful kernel coroutine
-// that sleeps in ces_run (kernel/sys_net.c). It used to spin on its request
-// there, and on two harts that spinning was a sixth of a request's
-// instructions in matrixd's closed loop (docs/results/smp-matrixd.md). What
-// is left spinning (NET_SPIN, net_lock) holds a spinlock, tests a wait's
-// condition, or is the KTUC poller: combining without the exchange. The mutex is set up for spinners (m->spinners, as
+// a stackless one (the receive coroutine) returns CO_PENDING. A caller that
+// cannot block (the switcher's first attempt of a system call, a stackless
+// worker deep in a call, anything holding a spinlock or testing a wait's
+// condition) spins on its own request instead: combining without the
+// exchange. One kind only tries (NET_TRY): the first attempt of a KMODE_THREAD
+// process's call, which if the lock is held goes on in a stackful kernel
+// coroutine that sleeps in ces_run (kernel/sys_net.c says when, and why only
+// there). The mutex is set up for spinners (m->spinners, as
 // ces_init_spinning sets it): the lock is never handed to a sleeping waiter,
 // so a spinner never waits for a dispatch.
 //

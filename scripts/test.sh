@@ -194,8 +194,8 @@ user_suite() {   # user_suite PREFIX
   done
   user_prog "$prefix" "conntest-netlock-spin-smp2" 2 conntest netlock=spin
   # every try of the lock failing (bootargs netlock=busy), so that every recv
-  # and send a system call makes goes on in a stackful kernel coroutine (what
-  # a call does when it finds the lock held: kernel/sys_net.c), in every mode
+  # and send a KMODE_THREAD call tries goes on in a stackful kernel coroutine
+  # (what such a call does when it finds the lock held: kernel/sys_net.c)
   for prog in socktest conntest; do
     user_prog "$prefix" "$prog-netlock-busy-smp2" 2 $prog netlock=busy
   done
