@@ -27,6 +27,10 @@
 #     e.g. "1h:1: 2h:2: 2h-eager:2:kick_us=0".
 #   MODEL: matrixd's -m, with its other arguments after commas ("kcuc,-t,1").
 #   STEAL_PCT: 1 by default; a large value (100) counts every round.
+#   LOAD: light (the default) or closed: 128 connections in a closed loop
+#     instead (each sends its next matrix when the answer to the last has
+#     come), for requests per second; the table then also gives each
+#     configuration's requests per second over the first one's, per round.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, drive_matrixd_stats, median
@@ -37,6 +41,12 @@ ROUNDS=${ROUNDS:-8}
 MAX_ROUNDS=${MAX_ROUNDS:-$((2 * ROUNDS))}
 STEAL_PCT=${STEAL_PCT:-1}
 DURATION_S=${DURATION_S:-8}
+LOAD=${LOAD:-light}
+case $LOAD in
+  light) CLIENT_LOAD="-c 64 -i 100" ;;
+  closed) CLIENT_LOAD="-c 128 -i 0" ;;
+  *) echo "bench-light: LOAD must be light or closed" >&2; exit 2 ;;
+esac
 OUT=${OUT:-$BUILD/bench-light/light.md}
 MCLIENT=$BUILD/host/mclient
 export QEMU_EXTRA="${QEMU_EXTRA:-} -mem-prealloc"   # (as bench-ab.sh)
@@ -46,7 +56,7 @@ build_kernel_and_client bench-light "$DIR" || exit 1
 read -r -a configs <<< "$CONFIGS"
 k=${#configs[@]}
 base=${configs[0]%%:*}
-declare -A p50=() p99=() late=() steal=()
+declare -A p50=() p99=() rps=() late=() steal=()
 calm=() all=()                 # round numbers
 STEAL="awk '/^cpu /{ print \$9 }' /proc/stat"   # the host's steal time, in clock ticks
 HZ=$(getconf CLK_TCK)
@@ -65,7 +75,7 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     log=$DIR/r${round}_$name.log
     echo "bench-light: round $round (${#calm[@]} of $ROUNDS calm so far), ${MODEL%%,*}, $name ($((SECONDS - start)) s so far)" >&2
     if ! drive_matrixd_stats "$log" "$harts" "$MODEL" "${args:+ ${args//,/ }}" \
-         "sleep 1; $STEAL > $log.steal; $MCLIENT -p \$PORT -c 64 -i 100 -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $STEAL >> $log.steal"; then
+         "sleep 1; $STEAL > $log.steal; $MCLIENT -p \$PORT $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $STEAL >> $log.steal"; then
       echo "bench-light: round $round, $name failed: $(cat "$log.err") (see $log)" >&2
       status=1 complete=0
       continue
@@ -73,6 +83,7 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     line=$(grep '^mclient: ' "$log.light" | tail -1)
     p50[$round/$name]=$(field p50_us "$line")
     p99[$round/$name]=$(field p99_us "$line")
+    rps[$round/$name]=$(field rps "$line")
     # The host's weather during the run: timer interrupts that came late (the
     # vCPU was not running: every hart's count, and the latest of any), and
     # the time the hypervisor gave this host's cores to someone else.
@@ -103,6 +114,28 @@ ratio_stats() {
   echo "$(median <<< "${rs[*]}") ($(printf '%s\n' "${rs[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) | $worse of ${#rs[@]}"
 }
 
+# rps_row NAME ROUNDS...: NAME's median requests a second over those rounds,
+# and the median of its per-round rate over the base's, its range, and in how
+# many rounds it was higher (LOAD=closed).
+rps_row() {
+  local name=$1 r rs=() more=0
+  shift
+  [ $# -gt 0 ] || { echo "| $name | - | - | - |"; return; }
+  local med
+  med=$(for r in "$@"; do echo "${rps[$r/$name]}"; done | median)
+  if [ "$name" = "$base" ]; then
+    echo "| $name | $med | - | - |"
+    return
+  fi
+  for r in "$@"; do
+    rs+=("$(awk -v a="${rps[$r/$base]}" -v b="${rps[$r/$name]}" 'BEGIN { printf "%.2f", b / a }')")
+    awk -v x="${rs[-1]}" 'BEGIN { exit !(x > 1) }' && more=$((more + 1))
+  done
+  local m
+  m=$(median <<< "${rs[*]}")
+  echo "| $name | $med | $m ($(printf '%s\n' "${rs[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) | $more of ${#rs[@]} |"
+}
+
 # pooled_table TAG ROUNDS...: light-pool.py over those rounds, as a table.
 pooled_table() {
   local tag=$1 r c runs=()
@@ -117,15 +150,15 @@ pooled_table() {
         echo "| $name | $nr | $nreq | $q50 | $q99 | $q999 | - | - | - |"
       else
         echo "| $name | $nr | $nreq | $q50 | $q99 | $q999 | $ratio | $lo-$hi | $w |"
-        echo "BENCH name=light_${MODEL%%,*}_${name}_${tag}_p99_ratio value=$ratio unit=ratio" >&3
+        echo "BENCH name=${LOAD}_${MODEL%%,*}_${name}_${tag}_p99_ratio value=$ratio unit=ratio" >&3
       fi
-      echo "BENCH name=light_${MODEL%%,*}_${name}_${tag}_p99_us value=$q99 unit=us" >&3
+      echo "BENCH name=${LOAD}_${MODEL%%,*}_${name}_${tag}_p99_us value=$q99 unit=us" >&3
     done
 }
 
 {
-  echo "| round | first booted | counted | $(for c in "${configs[@]}"; do printf '%s p50 us | %s p99 us | %s late timer irqs, latest | %s host steal ms | ' "${c%%:*}" "${c%%:*}" "${c%%:*}" "${c%%:*}"; done)"
-  echo "|---|---|---|$(for c in "${configs[@]}"; do printf -- '---|---|---|---|'; done)"
+  echo "| round | first booted | counted | $(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf '%s req/s | ' "${c%%:*}"; printf '%s p50 us | %s p99 us | %s late timer irqs, latest | %s host steal ms | ' "${c%%:*}" "${c%%:*}" "${c%%:*}" "${c%%:*}"; done)"
+  echo "|---|---|---|$(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf -- '---|'; printf -- '---|---|---|---|'; done)"
   for r in "${all[@]}"; do
     first=${configs[$(((r - 1) % k))]}
     counted=no
@@ -133,11 +166,28 @@ pooled_table() {
     printf '| %s | %s | %s | ' "$r" "${first%%:*}" "$counted"
     for c in "${configs[@]}"; do
       n=${c%%:*}
+      [ "$LOAD" = closed ] && printf '%s | ' "${rps[$r/$n]:--}"
       printf '%s | %s | %s | %s | ' "${p50[$r/$n]:--}" "${p99[$r/$n]:--}" "${late[$r/$n]:--}" "${steal[$r/$n]:--}"
     done
     echo
   done
   echo
+  if [ "$LOAD" = closed ]; then
+    for tag in calm all; do
+      if [ $tag = calm ]; then rounds=("${calm[@]}"); else rounds=("${all[@]}"); fi
+      echo "Requests a second, $tag rounds (${#rounds[@]}):"
+      echo
+      echo "| configuration | median req/s | over $base's, median of rounds (range) | higher than $base's in |"
+      echo "|---|---|---|---|"
+      for c in "${configs[@]}"; do
+        row=$(rps_row "${c%%:*}" "${rounds[@]}")
+        echo "$row"
+        m=$(sed -n 's/^| [^|]* | [^|]* | \([0-9.]*\) (.*/\1/p' <<< "$row")
+        [ -n "$m" ] && echo "BENCH name=closed_${MODEL%%,*}_${c%%:*}_${tag}_rps_ratio value=$m unit=ratio" >&3
+      done
+      echo
+    done
+  fi
   echo "**Calm rounds** (${#calm[@]}: no boot lost more than $STEAL_PCT% of the host's CPU time, $steal_max_ms ms,"
   echo "to the hypervisor), every answered request pooled per configuration; the"
   echo "interval resamples whole rounds, 2,000 times, seed 1:"
