@@ -27,6 +27,8 @@
 #     e.g. "1h:1: 2h:2: 2h-eager:2:kick_us=0".
 #   MODEL: matrixd's -m, with its other arguments after commas ("kcuc,-t,1").
 #   STEAL_PCT: 1 by default; a large value (100) counts every round.
+#   PNG: also draw the calm rounds' pooled latencies against their percentile
+#     into this file (gnuplot; scripts/deps.sh --eval installs it).
 #   LOAD: light (the default) or closed: 128 connections in a closed loop
 #     instead (each sends its next matrix when the answer to the last has
 #     come), for requests per second; the table then also gives each
@@ -136,15 +138,18 @@ rps_row() {
   echo "| $name | $med | $m ($(printf '%s\n' "${rs[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) | $more of ${#rs[@]} |"
 }
 
-# pooled_table TAG ROUNDS...: light-pool.py over those rounds, as a table.
+# pooled_table TAG ROUNDS...: light-pool.py over those rounds, as a table
+# (and the chart, for the calm rounds, if PNG is set).
 pooled_table() {
-  local tag=$1 r c runs=()
+  local tag=$1 r c runs=() png=()
   shift
+  [ "$tag" = calm ] && [ -n "${PNG:-}" ] && command -v gnuplot > /dev/null &&
+    png=(--png "$PNG" --title "matrixd ${MODEL%%,*}, $LOAD load, $# calm rounds pooled")
   for r in "$@"; do for c in "${configs[@]}"; do runs+=("${c%%:*}:$r:$DIR/r${r}_${c%%:*}.log.csv"); done; done
   echo "| configuration | rounds | requests | p50 us | p99 us | p99.9 us | p99 over $base's | 95% interval | resamples where worse |"
   echo "|---|---|---|---|---|---|---|---|---|"
   [ ${#runs[@]} -gt 0 ] || return 0
-  python3 scripts/light-pool.py "$base" "${runs[@]}" |
+  python3 scripts/light-pool.py "${png[@]}" "$base" "${runs[@]}" |
     while read -r name nr nreq q50 q99 q999 ratio lo hi w; do
       if [ "$ratio" = - ]; then
         echo "| $name | $nr | $nreq | $q50 | $q99 | $q999 | - | - | - |"
@@ -194,6 +199,7 @@ pooled_table() {
   echo
   pooled_table calm "${calm[@]}"
   echo
+  [ -n "${PNG:-}" ] && [ -f "$PNG" ] && { echo "![calm rounds' latency by percentile]($(basename "$PNG"))"; echo; }
   echo "**Every round** (${#all[@]}), pooled the same way:"
   echo
   pooled_table all "${all[@]}"

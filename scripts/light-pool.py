@@ -10,7 +10,7 @@ latency that 1% of requests exceed at this load) from sixteen times the
 samples. The interval resamples whole rounds, because rounds are what the host
 disturbs (a stall hits every connection of one boot at once), not requests.
 
-  light-pool.py [--seed S] [--resamples R] BASE NAME:ROUND:CSV...
+  light-pool.py [--seed S] [--resamples R] [--png FILE --title T] BASE NAME:ROUND:CSV...
 
 Each CSV is mclient's --csv (conn,prio,send_us,first_byte_us,complete_us,ok);
 latency is send to first byte of the answer, as mclient's own p50/p99. Prints
@@ -18,13 +18,18 @@ one line per configuration:
   name rounds requests p50 p99 p999 ratio lo hi worse_of
 with ratio = pooled p99 over BASE's (lo, hi: the 2.5% and 97.5% points of the
 bootstrap; '-' for BASE itself) and worse_of = the share of resamples in which
-it is above BASE's.
+it is above BASE's. With --png, also draws each configuration's pooled
+latency against its percentile, from p50 to p99.99 (gnuplot), so the tails
+can be compared by eye.
 """
 import argparse
 import csv
 import math
+import os
 import random
+import subprocess
 import sys
+import tempfile
 
 
 def latencies(path):
@@ -60,10 +65,49 @@ def pooled_tail(tails, n, p):
     return top[m - 1]
 
 
+def plot(png, title, pooled_by_name):
+    """Latency (ms, log scale) against percentile, the x axis stretched
+    towards the tail: x = -log10(1 - p/100), so p90, p99, p99.9 are evenly
+    spaced."""
+    fd, data = tempfile.mkstemp(suffix=".dat")
+    names = list(pooled_by_name)
+    with os.fdopen(fd, "w") as f:
+        for name in names:
+            v = pooled_by_name[name]
+            f.write(f'"{name}"\n')
+            for i in range(0, 401):
+                x = i / 100.0                      # 0 .. 4: p0 .. p99.99
+                p = 100.0 * (1 - 10 ** -x)
+                if p < 50:
+                    continue
+                f.write(f"{x:.3f} {pct(v, p) / 1000.0:.3f}\n")
+            f.write("\n\n")
+    script = f"""set terminal pngcairo size 800,500 font ",11"
+set output "{png}"
+set termoption noenhanced
+set title "{title}"
+set xlabel "percentile"
+set ylabel "latency, send to first byte (ms)"
+set logscale y
+set xrange [0.301:4]
+set xtics ("p50" 0.301, "p90" 1, "p99" 2, "p99.9" 3, "p99.99" 4)
+set grid xtics ytics
+set key left top
+plot for [i=0:{len(names) - 1}] "{data}" index i using 1:2 with lines lw 2 title columnheader(1)
+"""
+    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    os.unlink(data)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr)
+        sys.exit(f"light-pool: gnuplot failed ({r.returncode})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--png")
+    ap.add_argument("--title", default="")
     ap.add_argument("base")
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
@@ -77,6 +121,9 @@ def main():
         by[name][int(rnd)] = latencies(path)
     if a.base not in by:
         sys.exit(f"light-pool: no runs of the base configuration {a.base}")
+    if a.png:
+        plot(a.png, a.title, {name: sorted(x for r in by[name].values() for x in r)
+                              for name in order})
     rng = random.Random(a.seed)
     base_p99 = pooled(by[a.base].values(), 99)
     for name in order:
