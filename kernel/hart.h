@@ -36,6 +36,7 @@ struct hart {
   // not run. A tail that grows with these is not the scheduler's.
   uint64_t timer_late, timer_late_max_us;
   int idling;                   // in idle_wait: an interrupt here finds nothing else to do
+  int tick_unseen;              // a tick came since a switcher here last looked (kernel/switcher.c)
   uint64_t wakes_here;          // kco_wake's wake-affine moves to this hart's lane
   // address space (kernel/uvm.h, uvm_activate)
   uint64_t *satp_root;          // the root table in satp: the kernel's, or a process's kept on

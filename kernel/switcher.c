@@ -28,6 +28,21 @@
 // robin among equals at each tick or yield).
 static int others_waiting(uint32_t my_prio) { return proc_runq_best() <= my_prio; }
 
+// Has a tick come on this hart since the last look? Wherever it was taken: in
+// U-mode, or in the kernel during one of the thread's calls. A thread that
+// spends its time in calls takes most of its ticks in the kernel, and on QEMU
+// can take all of them there (a tick raised while the vCPU handles an ecall
+// waits, masked, for the call's intr_on): looking only at ticks taken in
+// U-mode, such a thread once kept a runnable sibling off a lone hart for good
+// (threadtest's close race, native N at -smp 1).
+static int tick_seen(void) {
+  struct hart *h = this_hart();
+  if (!h->tick_unseen)
+    return 0;
+  h->tick_unseen = 0;
+  return 1;
+}
+
 // The priority a switcher carries while it runs p: what p published at its last
 // kernel entry (COPS: the switching coroutine carries the priority of the
 // process it runs). Until p's next trap nothing reads it but the trace, and
@@ -85,9 +100,14 @@ static enum run_end run_thread(struct thread *t) {
   // (here, not on a kernel coroutine: see syswork_park).
   if (t->park.wq && syscall_resume(t) == SC_BLOCKED)
     return RUN_BLOCKED;
+  this_hart()->tick_unseen = 0;  // t's turn starts now
   for (;;) {
     if (p->killed)
       return stop(t, -1);
+    // Round robin at each tick among threads of equal priority (and a better
+    // one first). (my_prio: published at the last trap's entry, below.)
+    if (tick_seen() && others_waiting(my_prio))
+      return preempted(t);
     intr_off();                 // stvec points at uservec until the trap
     // Publish where t runs before looking for pending user interrupts, so a
     // completion posted from another hart either is seen here or sends an IPI.
@@ -109,11 +129,8 @@ static enum run_end run_thread(struct thread *t) {
     my_prio = carried_priority(p);
     kco_reprio_self(my_prio);
     if (cause & SCAUSE_INTERRUPT) {
-      trap_interrupt(cause);
+      trap_interrupt(cause);    // (a tick: seen at the top of the loop)
       intr_on();
-      // (my_prio: published at this trap's entry, above)
-      if ((cause & ~SCAUSE_INTERRUPT) == IRQ_S_TIMER && others_waiting(my_prio))
-        return preempted(t);
     } else if (cause == EXC_ECALL_U) {
       intr_on();
       t->uc.pc += 4;

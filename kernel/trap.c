@@ -94,6 +94,7 @@ int trap_interrupt(uint64_t cause) {
   case IRQ_S_TIMER:
     TRACE_IRQ(TR_IRQ_TIMER, 0);
     if (timer_interrupt()) {
+      this_hart()->tick_unseen = 1;   // the running thread's turn may be over (switcher.c)
       prio_publish_kernel();    // (processes are ranked at their own kernel entries)
       sched_tick();
     }

@@ -185,6 +185,49 @@ static void parked_readers(void) {
   close(park_fds[0]);
 }
 
+// A thread that spends its time in system calls gives its hart up at a tick
+// like one that computes, though it takes most of its ticks in the kernel,
+// during a call (kernel/switcher.c, tick_seen). On one hart main yields
+// CALLER_TURNS times while a sibling loops on a pipe (a byte written, a byte
+// read): each time it must get the hart back. Before the fix, main got a few
+// turns and then none: on QEMU each tick came to be raised while the vCPU
+// handled an ecall, and so was taken in the kernel, never in U-mode. The
+// caller gives up after 10 s (a safety net; a tick is 10 ms).
+#define CALLER_TURNS 200
+static volatile int caller_in, caller_stop;
+static int caller_fds[2];
+
+static int caller(void *arg) {
+  (void)arg;
+  long t0 = uptime(), calls = 0;
+  char c;
+  caller_in = 1;
+  while (!caller_stop) {
+    if (write(caller_fds[1], "x", 1) != 1 || read(caller_fds[0], &c, 1) != 1)
+      return 2;
+    if (++calls % 64 == 0 && uptime() - t0 > 10000)
+      return 1;
+  }
+  return 0;
+}
+
+static void test_caller_preempted(void) {
+  check("caller-pipe", pipe(caller_fds), 0);
+  int tid = uthread_create(caller, 0), st = -1;
+  check("caller-thread", tid > 0, 1);
+  if (tid <= 0)
+    return;
+  while (!caller_in)
+    yield();
+  for (int i = 0; i < CALLER_TURNS; i++)
+    yield();                                 // (on one hart: back only through a tick)
+  caller_stop = 1;
+  check("caller-join", uthread_join(tid, &st), 0);
+  check("calls-give-the-hart-up-at-each-tick", st, 0);
+  close(caller_fds[0]);
+  close(caller_fds[1]);
+}
+
 static int child_mode(const char *mode) {
   if (strcmp(mode, "--close-race") == 0)
     return close_race();
@@ -254,6 +297,7 @@ int main(int argc, char **argv) {
   parked_readers();
   check("create-misaligned-stack", thread_create((void (*)(void *))0x10000, 0, (void *)0x7fee0008UL), -EINVAL);
   test_ulock(0);
+  test_caller_preempted();
 
   // Leak check across processes whose threads end in every way. (Baseline here:
   // this process's own heap has grown for thread stacks and stays grown.)
