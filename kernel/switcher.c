@@ -6,10 +6,12 @@
 //   - system call: handled here if it needs no waiting (then straight back to
 //     user mode, no page-table switch); otherwise a kernel coroutine takes it
 //     over and the switcher moves on to another process;
-//   - interrupt: handled; on a timer tick the process goes to the back of the
-//     run queue if others are waiting, so a process that spins delays others by
-//     at most a tick; and whenever a kernel coroutine of better priority than the
-//     switcher is ready, the switcher yields to it before resuming user code;
+//   - interrupt: handled; after a timer tick (taken in U-mode or during one of
+//     the thread's calls) the process goes to the back of the run queue if
+//     others are waiting, so a process that spins, or loops on calls, delays
+//     others by at most a tick; and whenever a kernel coroutine of better
+//     priority than the switcher is ready, the switcher yields to it before
+//     resuming user code;
 //   - exception: the process is killed alone (status -1) and all it held freed.
 #include "switcher.h"
 #include "hart.h"
