@@ -22,9 +22,11 @@
 #
 #   scripts/bench-light.sh   (env: BUILD, CONFIGS, MODEL, N, ROUNDS, MAX_ROUNDS,
 #                             STEAL_PCT, DURATION_S, OUT)
-#   CONFIGS: "name:harts:bootargs" words, bootargs with commas for spaces;
-#     the first is the one the others are divided by. Default "1h:1: 2h:2:";
-#     e.g. "1h:1: 2h:2: 2h-eager:2:kick_us=0".
+#   CONFIGS: "name:harts:bootargs[:net]" words, bootargs with commas for
+#     spaces, net user or tap (NET's value if left out); the first of each
+#     network is the one the others on that network are divided by (its
+#     base). Default "1h:1: 2h:2:"; e.g.
+#     "1h:1: 2h:2: 2h-eager:2:kick_us=0" or "1h:1:: 2h:2:: 1h-tap:1::tap 2h-tap:2::tap".
 #   MODEL: matrixd's -m, with its other arguments after commas ("kcuc,-t,1").
 #   STEAL_PCT: 1 by default; a large value (100) counts every round.
 #   PNG: also draw the calm rounds' pooled latencies against their percentile
@@ -33,6 +35,9 @@
 #     instead (each sends its next matrix when the answer to the last has
 #     come), for requests per second; the table then also gives each
 #     configuration's requests per second over the first one's, per round.
+#   NET: the network of configurations that name none: user (the default:
+#     QEMU's user network, slirp, behind a host port) or tap (a tap device
+#     and the host's own TCP stack; needs root).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, drive_matrixd_stats, median
@@ -50,6 +55,31 @@ case $LOAD in
   *) echo "bench-light: LOAD must be light or closed" >&2; exit 2 ;;
 esac
 OUT=${OUT:-$BUILD/bench-light/light.md}
+NET=${NET:-user}
+# parse_config WORD: set name, harts, args and net from one CONFIGS word.
+parse_config() {
+  local rest=${1#*:}
+  name=${1%%:*} harts=${rest%%:*} args=${rest#*:} net=$NET
+  if [[ $args == *:* ]]; then net=${args##*:} args=${args%:*}; fi
+  net=${net:-$NET}
+  case $net in
+    user | tap) ;;
+    *) echo "bench-light: $1: the network must be user or tap" >&2; exit 2 ;;
+  esac
+}
+# The tap device, if any configuration runs on one; the guest keeps 10.0.2.15.
+TAP=
+for c in $CONFIGS; do
+  parse_config "$c"
+  if [ "$net" = tap ] && [ -z "$TAP" ]; then
+    TAP=ltap$$
+    trap 'ip link del "$TAP" 2> /dev/null' EXIT
+    saved_netdev=${QEMU_NETDEV-}
+    tap_up "$TAP" || { echo "bench-light: cannot set up tap $TAP (a tap needs root; is 10.0.2.15 routed elsewhere?)" >&2; exit 1; }
+    TAP_NETDEV=$QEMU_NETDEV
+    QEMU_NETDEV=$saved_netdev
+  fi
+done
 MCLIENT=$BUILD/host/mclient
 export QEMU_EXTRA="${QEMU_EXTRA:-} -mem-prealloc"   # (as bench-ab.sh)
 DIR=$BUILD/bench-light
@@ -57,7 +87,18 @@ mkdir -p "$DIR" "$(dirname "$OUT")"
 build_kernel_and_client bench-light "$DIR" || exit 1
 read -r -a configs <<< "$CONFIGS"
 k=${#configs[@]}
+# Each configuration's base: the first configuration on its network.
+declare -A base_of=() net_base=()
+nets=()
+for c in "${configs[@]}"; do
+  parse_config "$c"
+  [ -n "${net_base[$net]:-}" ] || { net_base[$net]=$name; nets+=("$net"); }
+  base_of[$name]=${net_base[$net]}
+done
 base=${configs[0]%%:*}
+# "1h's", or "its network's first configuration's" when there are several.
+base_word="$base's"
+[ ${#nets[@]} -gt 1 ] && base_word="its base's (the first configuration on its network)"
 declare -A p50=() p99=() rps=() late=() steal=()
 calm=() all=()                 # round numbers
 STEAL="awk '/^cpu /{ print \$9 }' /proc/stat"   # the host's steal time, in clock ticks
@@ -72,12 +113,18 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
   for i in $(seq 0 $((k - 1))); do order+=("${configs[$(((i + round - 1) % k))]}"); done
   complete=1 stolen=0
   for c in "${order[@]}"; do
-    name=${c%%:*} rest=${c#*:}
-    harts=${rest%%:*} args=${rest#*:}
+    parse_config "$c"
+    if [ "$net" = tap ]; then
+      CLIENT_HOST="-H $GUEST_HOST -p 80"
+      export QEMU_NETDEV=$TAP_NETDEV
+    else
+      CLIENT_HOST='-p $PORT'   # PORT: set for this boot by drive_matrixd_stats
+      unset QEMU_NETDEV
+    fi
     log=$DIR/r${round}_$name.log
     echo "bench-light: round $round (${#calm[@]} of $ROUNDS calm so far), ${MODEL%%,*}, $name ($((SECONDS - start)) s so far)" >&2
     if ! drive_matrixd_stats "$log" "$harts" "$MODEL" "${args:+ ${args//,/ }}" \
-         "sleep 1; $STEAL > $log.steal; $MCLIENT -p \$PORT $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $STEAL >> $log.steal"; then
+         "sleep 1; $STEAL > $log.steal; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $STEAL >> $log.steal"; then
       echo "bench-light: round $round, $name failed: $(cat "$log.err") (see $log)" >&2
       status=1 complete=0
       continue
@@ -109,7 +156,7 @@ ratio_stats() {
   local name=$1 r rs=() worse=0
   shift
   for r in "$@"; do
-    rs+=("$(awk -v a="${p99[$r/$base]}" -v b="${p99[$r/$name]}" 'BEGIN { printf "%.2f", b / a }')")
+    rs+=("$(awk -v a="${p99[$r/${base_of[$name]}]}" -v b="${p99[$r/$name]}" 'BEGIN { printf "%.2f", b / a }')")
     awk -v x="${rs[-1]}" 'BEGIN { exit !(x > 1) }' && worse=$((worse + 1))
   done
   [ ${#rs[@]} -gt 0 ] || { echo "- | -"; return; }
@@ -125,12 +172,12 @@ rps_row() {
   [ $# -gt 0 ] || { echo "| $name | - | - | - |"; return; }
   local med
   med=$(for r in "$@"; do echo "${rps[$r/$name]}"; done | median)
-  if [ "$name" = "$base" ]; then
+  if [ "$name" = "${base_of[$name]}" ]; then
     echo "| $name | $med | - | - |"
     return
   fi
   for r in "$@"; do
-    rs+=("$(awk -v a="${rps[$r/$base]}" -v b="${rps[$r/$name]}" 'BEGIN { printf "%.2f", b / a }')")
+    rs+=("$(awk -v a="${rps[$r/${base_of[$name]}]}" -v b="${rps[$r/$name]}" 'BEGIN { printf "%.2f", b / a }')")
     awk -v x="${rs[-1]}" 'BEGIN { exit !(x > 1) }' && more=$((more + 1))
   done
   local m
@@ -138,18 +185,37 @@ rps_row() {
   echo "| $name | $med | $m ($(printf '%s\n' "${rs[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) | $more of ${#rs[@]} |"
 }
 
+# png_of NET: the chart's file for the configurations on NET: PNG for the
+# first network, PNG with -NET before .png for any other.
+png_of() {
+  if [ "$1" = "${nets[0]}" ]; then echo "$PNG"; else echo "${PNG%.png}-$1.png"; fi
+}
+
 # pooled_table TAG ROUNDS...: light-pool.py over those rounds, as a table
-# (and the chart, for the calm rounds, if PNG is set).
+# (and the chart, for the calm rounds, if PNG is set), once per network.
 pooled_table() {
-  local tag=$1 r c runs=() png=()
+  local tag=$1
   shift
-  [ "$tag" = calm ] && [ -n "${PNG:-}" ] && command -v gnuplot > /dev/null &&
-    png=(--png "$PNG" --title "matrixd ${MODEL%%,*}, $LOAD load, $# calm rounds pooled")
-  for r in "$@"; do for c in "${configs[@]}"; do runs+=("${c%%:*}:$r:$DIR/r${r}_${c%%:*}.log.csv"); done; done
-  echo "| configuration | rounds | requests | p50 us | p99 us | p99.9 us | p99 over $base's | 95% interval | resamples where worse |"
+  echo "| configuration | rounds | requests | p50 us | p99 us | p99.9 us | p99 over $base_word | 95% interval | resamples where worse |"
   echo "|---|---|---|---|---|---|---|---|---|"
-  [ ${#runs[@]} -gt 0 ] || return 0
-  python3 scripts/light-pool.py "${png[@]}" "$base" "${runs[@]}" |
+  [ $# -gt 0 ] || return 0
+  local n
+  for n in "${nets[@]}"; do pooled_rows "$n" "$tag" "$@"; done
+}
+
+# pooled_rows NET TAG ROUNDS...: pooled_table's rows for the configurations on NET.
+pooled_rows() {
+  local net_name=$1 tag=$2 r c runs=() png=()
+  shift 2
+  [ "$tag" = calm ] && [ -n "${PNG:-}" ] && command -v gnuplot > /dev/null &&
+    png=(--png "$(png_of "$net_name")" --title "matrixd ${MODEL%%,*}, $LOAD load, $# calm rounds pooled")
+  for r in "$@"; do
+    for c in "${configs[@]}"; do
+      parse_config "$c"
+      [ "$net" = "$net_name" ] && runs+=("$name:$r:$DIR/r${r}_$name.log.csv")
+    done
+  done
+  python3 scripts/light-pool.py "${png[@]}" "${net_base[$net_name]}" "${runs[@]}" |
     while read -r name nr nreq q50 q99 q999 ratio lo hi w; do
       if [ "$ratio" = - ]; then
         echo "| $name | $nr | $nreq | $q50 | $q99 | $q999 | - | - | - |"
@@ -182,7 +248,7 @@ pooled_table() {
       if [ $tag = calm ]; then rounds=("${calm[@]}"); else rounds=("${all[@]}"); fi
       echo "Requests a second, $tag rounds (${#rounds[@]}):"
       echo
-      echo "| configuration | median req/s | over $base's, median of rounds (range) | higher than $base's in |"
+      echo "| configuration | median req/s | over $base_word, median of rounds (range) | higher than its base in |"
       echo "|---|---|---|---|"
       for c in "${configs[@]}"; do
         row=$(rps_row "${c%%:*}" "${rounds[@]}")
@@ -199,28 +265,32 @@ pooled_table() {
   echo
   pooled_table calm "${calm[@]}"
   echo
-  [ -n "${PNG:-}" ] && [ -f "$PNG" ] && { echo "![calm rounds' latency by percentile]($(basename "$PNG"))"; echo; }
+  if [ -n "${PNG:-}" ]; then
+    for n in "${nets[@]}"; do
+      f=$(png_of "$n")
+      [ -f "$f" ] && { echo "![calm rounds' latency by percentile, network $n]($(basename "$f"))"; echo; }
+    done
+  fi
   echo "**Every round** (${#all[@]}), pooled the same way:"
   echo
   pooled_table all "${all[@]}"
   echo
   echo "Per round, calm rounds only:"
   echo
-  echo "| configuration | harts | bootargs | median p50 us | median p99 us | p99 over $base's, median of rounds (range) | worse than $base in |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| configuration | harts | bootargs | network | median p50 us | median p99 us | p99 over $base_word, median of rounds (range) | worse than its base in |"
+  echo "|---|---|---|---|---|---|---|---|"
   for c in "${configs[@]}"; do
-    name=${c%%:*} rest=${c#*:}
-    harts=${rest%%:*} args=${rest#*:}
+    parse_config "$c"
     m50=$(for r in "${calm[@]}"; do echo "${p50[$r/$name]}"; done | median)
     m99=$(for r in "${calm[@]}"; do echo "${p99[$r/$name]}"; done | median)
     cols="- | -"
-    [ "$name" = "$base" ] || cols=$(ratio_stats "$name" "${calm[@]}")
-    echo "| $name | $harts | ${args:-(none)} | ${m50:--} | ${m99:--} | $cols |"
+    [ "$name" = "${base_of[$name]}" ] || cols=$(ratio_stats "$name" "${calm[@]}")
+    echo "| $name | $harts | ${args:-(none)} | $net | ${m50:--} | ${m99:--} | $cols |"
   done
   echo
   echo "matrixd \`-m ${MODEL//,/ }\`, ${#all[@]} rounds of ${DURATION_S} s (${#calm[@]} calm), produced by"
   echo "\`scripts/bench-light.sh\` on $(date -u +%F); QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'),"
-  echo "TCG, no \`-icount\`; host: $(nproc) cores, shared."
+  echo "TCG, no \`-icount\`; network user: QEMU's user network (slirp), tap: a tap device and the host's TCP stack; host: $(nproc) cores, shared."
 } 3>&1 > "$OUT"
 echo "bench-light: wrote $OUT" >&2
 exit $status

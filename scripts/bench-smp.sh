@@ -9,6 +9,10 @@
 #      the ratio to the spinlock of the same hart count.
 #   2. matrixd at -smp 1 and 2, in all four models (scripts/bench-smp-net.sh,
 #      which writes docs/results/smp-matrixd.md; its table is copied here).
+#   3. Issue 13's closed loop (KCUC, 128 connections) at -smp 1 and 2 on QEMU's
+#      user network and, as root, on a tap device too, the four boots of a
+#      round interleaved (scripts/bench-light.sh LOAD=closed, which writes
+#      docs/results/smp-closed.md; its requests-a-second table is copied here).
 # Prints the BENCH lines as it goes. `scripts/bench-smp.sh --report` only
 # rewrites smp.md from the last run's build/bench-smp.log.
 set -euo pipefail
@@ -47,6 +51,34 @@ NET_OUT=docs/results/smp-matrixd.md
 if [ $report_only = 0 ] && [ "${NET:-1}" = 1 ]; then
   OUT=$NET_OUT bash scripts/bench-smp-net.sh | tee -a "$log"
 fi
+# ---- 3. KCUC's closed loop, user network and tap, interleaved ------------
+# (CLOSED=0 skips it and reuses the last smp-closed.md; so does --report.)
+CLOSED_OUT=docs/results/smp-closed.md
+if [ $report_only = 0 ] && [ "${CLOSED:-1}" = 1 ]; then
+  configs="1h:1::user 2h:2::user"
+  if [ "$(id -u)" = 0 ]; then
+    configs+=" 1h-tap:1::tap 2h-tap:2::tap"
+  else
+    echo "bench-smp: not root, so the closed loop runs on the user network only (a tap needs root)" >&2
+  fi
+  # (NET here is bench-smp's switch for step 2; bench-light reads it as its default network.)
+  NET=user LOAD=closed ROUNDS=${CLOSED_ROUNDS:-8} MODEL=kcuc CONFIGS=$configs OUT=$CLOSED_OUT \
+    bash scripts/bench-light.sh | tee -a "$log" ||
+    echo "bench-smp: the closed loop did not get all its calm rounds; see $CLOSED_OUT" >&2
+fi
+closed_rows() {
+  if [ -f "$CLOSED_OUT" ]; then
+    # The heading, a blank line, the table, up to the blank line after it.
+    awk '/^Requests a second, calm rounds/ { on = 1 } on { print; if (/^$/ && ++blank == 2) exit }' "$CLOSED_OUT"
+    echo "From [smp-closed.md](smp-closed.md): its rounds, the host's steal in each, and the"
+    echo "same figures over every round. A configuration named -tap ran on a tap device"
+    echo "(the host's own TCP stack), the others on QEMU's user network (slirp, in QEMU's"
+    echo "main thread); each is divided by the one-hart configuration of its network."
+  else
+    echo "(not measured: run scripts/bench-smp.sh)"
+  fi
+}
+
 matrixd_rows() {
   if [ -f "$NET_OUT" ]; then
     sed -n '/^| model /,/^$/p' "$NET_OUT"
@@ -61,9 +93,9 @@ host_cpus=$(nproc)
 qemu_version=$("$QEMU" --version | head -1 | sed 's/QEMU emulator version //')
 load=$(sed -n 's/^LOAD //p' "$log")
 python3 - "$log" "$OUT" "$BOOTS" "$host_cpus" "$qemu_version" "$load" "$(date -u +%Y-%m-%d)" \
-  "$(matrixd_rows)" <<'PY'
+  "$(matrixd_rows)" "$(closed_rows)" <<'PY'
 import re, statistics, sys, textwrap
-log, out, boots, cpus, qver, load, day, mrows = sys.argv[1:9]
+log, out, boots, cpus, qver, load, day, mrows, crows = sys.argv[1:10]
 vals = {}
 cores = {}
 for line in open(log):
@@ -165,6 +197,10 @@ L.append("")
 L.append("## matrixd at -smp 1 and 2")
 L.append("")
 L.append(mrows)
+L.append("")
+L.append("## Issue 13's closed loop: KCUC, 128 connections, -smp 2 over -smp 1")
+L.append("")
+L.append(crows)
 L.append("")
 open(out, "w").write("\n".join(L) + "\n")
 PY
