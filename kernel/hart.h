@@ -13,6 +13,19 @@
 struct co;
 struct timer_entry;
 
+// Why an IPI was asked for (counted in the target's ipis_asked).
+enum ipi_reason {
+  // Ready kernel work for an idle hart (sched.c, kick_lane), by what made it:
+  IPI_KICK_SPAWN,  //   a spawn into that hart's lane
+  IPI_KICK_WAKE,   //   a wake that went home: the waker's lane had work (kco_wake_home)
+  IPI_KICK_TICK,   //   a busy hart's tick, with work queued behind it (sched_tick)
+  IPI_KICK_HAND,   //   a hand-over to another hart (kco_wake_elsewhere: CES)
+  IPI_KICK_OTHER,  //   sched_kick's callers
+  IPI_UINTR,       // a user interrupt for a thread running there (uintr.c)
+  IPI_ADDRSPACE,   // let go of a dying address space's root (uvm.c)
+  NIPI_REASONS,
+};
+
 struct hart {
   uint32_t index;               // 0 .. nharts-1, in device-tree order; 0 boots
   uint32_t hartid;              // the hart's id in the device tree / SBI
@@ -38,6 +51,12 @@ struct hart {
   int idling;                   // in idle_wait: an interrupt here finds nothing else to do
   int tick_unseen;              // a tick came since a switcher here last looked (kernel/switcher.c)
   uint64_t wakes_here;          // kco_wake's wake-affine moves to this hart's lane
+  uint64_t idle_wfi_at_tick;    // idle_wfi at the last tick (sched_tick)
+  // IPIs other harts asked for to this one, by reason (enum ipi_reason): the
+  // console's `stats` shows what keeps waking a hart that would sleep.
+  // Counted when asked, so two asked within one lock section count twice
+  // and arrive as one.
+  uint64_t ipis_asked[NIPI_REASONS];
   // address space (kernel/uvm.h, uvm_activate)
   uint64_t *satp_root;          // the root table in satp: the kernel's, or a process's kept on
   uint64_t satp_loads;          // satp writes (each empties the TLB, and QEMU's software TLB)
@@ -51,7 +70,7 @@ extern struct board board;
 // Interrupt hart `index` (a software interrupt, through SBI). With a spinlock
 // held on this hart, the interrupt is sent when the last one is released
 // (kernel/spinlock.c says why).
-void hart_ipi(uint32_t index);
+void hart_ipi(uint32_t index, enum ipi_reason why);
 // bootargs ipi=now: send every IPI at once, lock or no lock (for comparison).
 void hart_ipi_at_once(int on);
 

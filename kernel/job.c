@@ -106,6 +106,10 @@ void start_main_job(const char *args) {
     kprintf("sched: idle executor threads are kicked after %u us of ready work (kick_us)\n", kick_us);
   }
   uwait_set_kick_delay_us(kick_us);
+  if (bootarg(args, "tick_kick", val, sizeof val) && strcmp(val, "any") == 0) {
+    sched_tick_kicks_any(1);
+    kprintf("sched: a busy hart's tick kicks whenever work waits (tick_kick=any)\n");
+  }
   if (bootarg(args, "idle_tick", val, sizeof val) && strcmp(val, "1") == 0) {
     timer_set_idle_tick(1);
     kprintf("timer: idle harts keep their tick (idle_tick=1)\n");

@@ -78,7 +78,11 @@ int kco_run_stackless(uint32_t max_prio);
 void sched_kick(void);
 // A busy hart's periodic tick (the timer interrupt): if work waits in its
 // lane behind what it runs and a hart sleeps, wake one to steal it.
+// Only when this hart has not slept since the last tick (kernel/sched.c).
 void sched_tick(void);
+// bootargs tick_kick=any: kick whenever work waits at a tick, as before (for
+// comparison).
+void sched_tick_kicks_any(int on);
 // How long an idle hart polls for work before it halts in wfi (microseconds;
 // 0, the default: at once). Bootargs idle_poll_us=N.
 void sched_set_idle_poll(uint32_t us);

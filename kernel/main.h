@@ -24,6 +24,9 @@
 //   for comparisons, beside any job (the old ways of doing a thing):
 //   netlock=spin  the network lock is a spinlock (net/netlock.c)
 //   ipi=now       IPIs are sent at once, a spinlock held or not (kernel/spinlock.c)
+//   tick_kick=any  a busy hart's tick kicks an idle hart whenever work waits in
+//                 its lane, not only when the hart has not slept since the last
+//                 tick (kernel/sched.c)
 //   uptime=syscall  uptime() makes the system call instead of reading the clock in user mode (user/ulib.c)
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers

@@ -42,7 +42,7 @@ void sched_init(void) {
 // published the ready coroutine and then read the idle mask. Both sides use
 // sequentially consistent accesses, so at least one of them sees the other: no
 // lost kick.
-static void kick_lane(uint32_t lane) {
+static void kick_lane(uint32_t lane, enum ipi_reason why) {
   // (the loop's first look, before its set-up: on every spawn and wake, and
   // usually nobody sleeps)
   if (!__atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST))
@@ -64,25 +64,43 @@ static void kick_lane(uint32_t lane) {
     // different one instead of the same hart again.
     uint64_t bit = 1ULL << target;
     if (__atomic_fetch_and(&idle_harts, ~bit, __ATOMIC_SEQ_CST) & bit) {
-      hart_ipi(target);
+      hart_ipi(target, why);
       return;
     }
   }
 }
 
-void sched_kick(void) { kick_lane(64); }
+void sched_kick(void) { kick_lane(64, IPI_KICK_OTHER); }
 
 // Work this hart queues in its own lane -- a spawn here, a wake-affine wake
 // (kco_wake) -- kicks no other hart: at light load this hart gets to it as
 // soon as it is done with what it runs now, which is soon, and a halted vCPU
-// is slow to wake. When it is not soon (a long coroutine, a spin), the tick
-// hands it on: idle harts take no tick of their own (kernel/timer.c), so the
-// busy hart's tick is what bounds the wait, to one period, as the idle
-// harts' ticks did before.
+// is slow to wake. When it is not soon (a long coroutine, a spin, a backlog),
+// the tick hands it on: idle harts take no tick of their own
+// (kernel/timer.c), so the busy hart's tick is what bounds the wait, to two
+// periods (below).
+//
+// Only when this hart has not slept since the last tick: then the work queued
+// behind what it runs is a backlog (or a long coroutine holds the hart), and
+// another hart should share it. A hart that slept meanwhile keeps up with its
+// lane and reaches the waiting work soon. Kicking at every tick that found
+// work queued made most of a second hart's wake-ups at light load (matrixd
+// KCUC, 64 connections at 100 ms, two harts: 19-129 of hart 1's IPIs in 8 s,
+// and 1-3 with this rule: the console's `stats`, "IPIs asked for"), each
+// waking a halted vCPU; two harts' light-load tail comes with the second
+// hart's use, not with QEMU's second vCPU (docs/results/smp-tap.md). Work
+// queued behind a coroutine that runs long is handed on at the second tick
+// at most.
+static int tick_kicks_any;
+
+void sched_tick_kicks_any(int on) { tick_kicks_any = on; }
+
 void sched_tick(void) {
   struct hart *h = this_hart();
-  if (!h->idling && exec_lane_has_ready(&kexec, h->index))
-    kick_lane(64);
+  int busy = h->idle_wfi == h->idle_wfi_at_tick;   // no idle wait since the last tick
+  h->idle_wfi_at_tick = h->idle_wfi;
+  if ((busy || tick_kicks_any) && !h->idling && exec_lane_has_ready(&kexec, h->index))
+    kick_lane(64, IPI_KICK_TICK);
 }
 
 
@@ -175,7 +193,7 @@ int kco_run_stackless(uint32_t max_prio) {
 int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio) {
   int64_t cid = exec_spawn_on(&kexec, hart, poll, arg, prio, CO_STACKLESS);
   if (cid > 0)
-    kick_lane(hart);
+    kick_lane(hart, IPI_KICK_SPAWN);
   return cid;
 }
 
@@ -228,7 +246,7 @@ int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint
     release_stackful(sf);
     return cid;
   }
-  kick_lane(hart);
+  kick_lane(hart, IPI_KICK_SPAWN);
   return cid;
 }
 
@@ -262,7 +280,7 @@ int kco_wake_home(cid_t cid) {
   uint32_t lane;
   int r = exec_wake_lane(&kexec, cid, &lane);
   if (r == 1)
-    kick_lane(lane);
+    kick_lane(lane, IPI_KICK_WAKE);
   return r;
 }
 
@@ -276,7 +294,7 @@ int kco_wake_elsewhere(cid_t cid) {
   uint32_t to = idle ? exec_ctz64(idle) : (self + 1) % n;
   int r = exec_wake_to(&kexec, cid, to);
   if (r == 1)
-    kick_lane(to);
+    kick_lane(to, IPI_KICK_HAND);
   return r;
 }
 
@@ -327,6 +345,12 @@ static void print_stats(stats_out_fn *out) {
         "wakes here %lu, timer irqs late %lu (latest %lu us), satp loads %lu\n",
         i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi,
         h->wakes_here, h->timer_late, h->timer_late_max_us, h->satp_loads);
+    // (a line of its own: the console's output lines are bounded)
+    out("          IPIs asked for: kicks (spawn %lu, wake %lu, tick %lu, hand-over %lu, other %lu), "
+        "user interrupts %lu, address space %lu\n",
+        h->ipis_asked[IPI_KICK_SPAWN], h->ipis_asked[IPI_KICK_WAKE], h->ipis_asked[IPI_KICK_TICK],
+        h->ipis_asked[IPI_KICK_HAND], h->ipis_asked[IPI_KICK_OTHER], h->ipis_asked[IPI_UINTR],
+        h->ipis_asked[IPI_ADDRSPACE]);
   }
 }
 STATS_SOURCE(10, "sched", print_stats);

@@ -164,7 +164,8 @@ static int ipi_at_once;          // bootargs ipi=now: the old way, for compariso
 
 void hart_ipi_at_once(int on) { ipi_at_once = on; }
 
-void hart_ipi(uint32_t index) {
+void hart_ipi(uint32_t index, enum ipi_reason why) {
+  __atomic_fetch_add(&harts[index].ipis_asked[why], 1, __ATOMIC_RELAXED);
   struct hart *h = this_hart();
   if (h->noff > 0 && !ipi_at_once) {   // (only this hart changes its noff)
     h->ipi_pending |= 1ULL << index;

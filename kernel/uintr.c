@@ -113,7 +113,7 @@ static void post(struct thread *t) {
   // sides sees the other.)
   int h = __atomic_load_n(&t->on_hart, __ATOMIC_SEQ_CST);
   if (h >= 0 && (uint32_t)h != this_hart()->index)
-    hart_ipi((uint32_t)h);
+    hart_ipi((uint32_t)h, IPI_UINTR);
 }
 
 void uintr_post(struct thread *t) {

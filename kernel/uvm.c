@@ -169,7 +169,7 @@ void uvm_free(pte_t *root) {
   uint64_t held = root_holders(root);
   for (uint32_t i = 0; held; i++, held >>= 1)
     if (held & 1)
-      hart_ipi(i);
+      hart_ipi(i, IPI_ADDRSPACE);
 }
 
 int uvm_map_shared(pte_t *root, uint64_t va, uint64_t pa, uint64_t perm) {

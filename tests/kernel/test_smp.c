@@ -167,6 +167,42 @@ static void wake_affine(int stackful) {
 KTEST(smp_wake_affine_stackful) { wake_affine(1); }
 KTEST(smp_wake_affine_stackless) { wake_affine(0); }
 
+// ---- a busy hart's tick hands on what waits behind it ----
+// This hart wakes a blocked mover (wake-affine: into this hart's own lane,
+// with no kick) and then keeps the hart, interrupts on, without yielding.
+// Only this hart's tick sends an idle hart to steal the mover (sched_tick,
+// once the hart has not slept since its last tick: the second tick at most);
+// without it the mover would wait for this coroutine to give the hart up.
+KTEST(smp_tick_hands_on_work_behind_a_long_coroutine) {
+  if (nharts_online < 2)
+    return;
+  static struct mover m;
+  m = (struct mover){0};
+  int64_t cid = kco_spawn(stackless_mover, &m, 2);
+  KREQUIRE(cid > 0);
+  m.cid = (cid_t)cid;
+  KREQUIRE(ktest_wait_count(&m.runs, 1, KTEST_PATIENCE_MS));
+  kco_sleep_ms(2);                 // it has blocked
+  __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
+  intr_off();                      // (no interrupt on this hart wakes anything in between)
+  struct hart *h = this_hart();
+  uint64_t here0 = h->wakes_here;
+  kco_wake(m.cid);
+  uint64_t here = h->wakes_here - here0;
+  intr_on();
+  uint64_t deadline = rdtime() + (uint64_t)KTEST_PATIENCE_MS * board.timebase_hz / 1000;
+  while (__atomic_load_n(&m.runs, __ATOMIC_SEQ_CST) < 3 && rdtime() < deadline)
+    ;                              // hold the hart: only ticks come
+  int ran = __atomic_load_n(&m.runs, __ATOMIC_SEQ_CST) == 3;
+  if (!ran) {
+    ktest_wait_count(&m.runs, 3, KTEST_PATIENCE_MS);   // let it finish before m is reused
+    KCHECK(ran);
+    return;
+  }
+  KCHECK_EQ(here, 1);
+  KCHECK(m.hart[1] != h->index);
+}
+
 // ---- the steal bound ----
 // Hart A runs a priority-6 coroutine that yields in a loop; a priority-1
 // coroutine is queued in the lane of hart B, which a hog keeps busy. A's next
