@@ -141,6 +141,19 @@ static void migrate(int stackful) {
 KTEST(smp_migrate_stackful) { migrate(1); }
 KTEST(smp_migrate_stackless) { migrate(0); }
 
+// Let a blocked mover go on (runs = 2) and wake it with kco_wake from this
+// hart; returns how many wakes that moved to this hart's lane (wake-affine).
+static uint64_t release_mover_here(struct mover *m) {
+  __atomic_store_n(&m->runs, 2, __ATOMIC_SEQ_CST);
+  intr_off();                      // (no interrupt on this hart wakes anything in between)
+  struct hart *h = this_hart();
+  uint64_t here0 = h->wakes_here;
+  kco_wake(m->cid);
+  uint64_t here = h->wakes_here - here0;
+  intr_on();
+  return here;
+}
+
 // ---- wake-affine: a hart with nothing else ready takes what it wakes ----
 // A coroutine blocked at home on a hart a hog keeps busy, woken by kco_wake
 // from this coroutine's hart (whose lane is empty: this coroutine is running,
@@ -153,14 +166,7 @@ static void wake_affine(int stackful) {
   static struct mover m;
   mover_blocked_at_busy_home(&m, stackful);
   KREQUIRE(m.ready);
-  __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
-  intr_off();                      // (no interrupt on this hart wakes anything in between)
-  struct hart *h = this_hart();
-  uint64_t here0 = h->wakes_here;
-  kco_wake(m.cid);
-  uint64_t here = h->wakes_here - here0;
-  intr_on();
-  KCHECK_EQ(here, 1);
+  KCHECK_EQ(release_mover_here(&m), 1);
   mover_done(&m);
 }
 
@@ -183,13 +189,8 @@ KTEST(smp_tick_hands_on_work_behind_a_long_coroutine) {
   m.cid = (cid_t)cid;
   KREQUIRE(ktest_wait_count(&m.runs, 1, KTEST_PATIENCE_MS));
   kco_sleep_ms(2);                 // it has blocked
-  __atomic_store_n(&m.runs, 2, __ATOMIC_SEQ_CST);
-  intr_off();                      // (no interrupt on this hart wakes anything in between)
-  struct hart *h = this_hart();
-  uint64_t here0 = h->wakes_here;
-  kco_wake(m.cid);
-  uint64_t here = h->wakes_here - here0;
-  intr_on();
+  uint64_t here = release_mover_here(&m);
+  uint32_t self = this_hart()->index;   // (this coroutine keeps its hart from here on)
   uint64_t deadline = rdtime() + (uint64_t)KTEST_PATIENCE_MS * board.timebase_hz / 1000;
   while (__atomic_load_n(&m.runs, __ATOMIC_SEQ_CST) < 3 && rdtime() < deadline)
     ;                              // hold the hart: only ticks come
@@ -200,7 +201,7 @@ KTEST(smp_tick_hands_on_work_behind_a_long_coroutine) {
     return;
   }
   KCHECK_EQ(here, 1);
-  KCHECK(m.hart[1] != h->index);
+  KCHECK(m.hart[1] != self);
 }
 
 // ---- the steal bound ----
