@@ -16,7 +16,7 @@ struct timer_entry;
 // Why an IPI was asked for (counted in the target's ipis_asked).
 enum ipi_reason {
   // Ready kernel work for an idle hart (sched.c, kick_lane), by what made it:
-  IPI_KICK_SPAWN,  //   a spawn into that hart's lane
+  IPI_KICK_SPAWN,  //   a spawn (into the target's lane, or another busy one's)
   IPI_KICK_WAKE,   //   a wake that went home: the waker's lane had work (kco_wake_home)
   IPI_KICK_TICK,   //   a busy hart's tick, with work queued behind it (sched_tick)
   IPI_KICK_HAND,   //   a hand-over to another hart (kco_wake_elsewhere: CES)
