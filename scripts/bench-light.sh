@@ -67,19 +67,6 @@ parse_config() {
     *) echo "bench-light: $1: the network must be user or tap" >&2; exit 2 ;;
   esac
 }
-# The tap device, if any configuration runs on one; the guest keeps 10.0.2.15.
-TAP=
-for c in $CONFIGS; do
-  parse_config "$c"
-  if [ "$net" = tap ] && [ -z "$TAP" ]; then
-    TAP=ltap$$
-    trap 'ip link del "$TAP" 2> /dev/null' EXIT
-    saved_netdev=${QEMU_NETDEV-}
-    tap_up "$TAP" || { echo "bench-light: cannot set up tap $TAP (a tap needs root; is 10.0.2.15 routed elsewhere?)" >&2; exit 1; }
-    TAP_NETDEV=$QEMU_NETDEV
-    QEMU_NETDEV=$saved_netdev
-  fi
-done
 MCLIENT=$BUILD/host/mclient
 export QEMU_EXTRA="${QEMU_EXTRA:-} -mem-prealloc"   # (as bench-ab.sh)
 DIR=$BUILD/bench-light
@@ -87,13 +74,21 @@ mkdir -p "$DIR" "$(dirname "$OUT")"
 build_kernel_and_client bench-light "$DIR" || exit 1
 read -r -a configs <<< "$CONFIGS"
 k=${#configs[@]}
-# Each configuration's base: the first configuration on its network.
+# Each configuration's base: the first configuration on its network; and
+# the tap device, if any configuration runs on one (the guest keeps 10.0.2.15).
 declare -A base_of=() net_base=()
 nets=()
+TAP=
 for c in "${configs[@]}"; do
   parse_config "$c"
   [ -n "${net_base[$net]:-}" ] || { net_base[$net]=$name; nets+=("$net"); }
   base_of[$name]=${net_base[$net]}
+  if [ "$net" = tap ] && [ -z "$TAP" ]; then
+    TAP=ltap$$
+    trap 'ip link del "$TAP" 2> /dev/null' EXIT
+    tap_up "$TAP" || { echo "bench-light: cannot set up tap $TAP (a tap needs root; is 10.0.2.15 routed elsewhere?)" >&2; exit 1; }
+    TAP_NETDEV=$QEMU_NETDEV      # (set per boot below)
+  fi
 done
 base=${configs[0]%%:*}
 # "1h's", or "its network's first configuration's" when there are several.
