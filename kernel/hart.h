@@ -23,6 +23,7 @@ enum ipi_reason {
   IPI_KICK_OTHER,  //   sched_kick's callers
   IPI_UINTR,       // a user interrupt for a thread running there (uintr.c)
   IPI_ADDRSPACE,   // let go of a dying address space's root (uvm.c)
+  IPI_CES_KICK,    // a CES lock's hand-over to a spinner halted there (kces.c)
   NIPI_REASONS,
 };
 
@@ -52,6 +53,12 @@ struct hart {
   int tick_unseen;              // a tick came since a switcher here last looked (kernel/switcher.c)
   uint64_t wakes_here;          // kco_wake's wake-affine moves to this hart's lane
   uint64_t idle_wfi_at_tick;    // idle_wfi at the last tick (sched_tick)
+  // Time (timebase ticks) from each wfi to the hart's first instruction after
+  // it: the guest's own idle time. On an emulator it also holds the wake-up's
+  // wait for a host core, but not time the vCPU lost while running (set it
+  // against the host's count of the vCPU thread's CPU time: bench-light.sh).
+  uint64_t idle_halted;
+  uint64_t ces_halts;           // CES spinners that halted here (kces.c, kces_halt)
   // IPIs other harts asked for to this one, by reason (enum ipi_reason): the
   // console's `stats` shows what keeps waking a hart that would sleep.
   // Counted when asked, so two asked within one lock section count twice

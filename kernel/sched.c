@@ -140,7 +140,9 @@ static void idle_wait(struct hart *h) {
   if (!exec_ready_anywhere(&kexec)) {
     h->idle_wfi++;
     timer_idle_enter();          // no tick while it sleeps (kernel/timer.c)
+    uint64_t slept = rdtime();
     wfi();
+    h->idle_halted += rdtime() - slept;
     timer_idle_exit();
   }
   __atomic_fetch_and(&idle_harts, ~bit, __ATOMIC_SEQ_CST);
@@ -341,16 +343,17 @@ static void print_stats(stats_out_fn *out) {
       es.spawned, es.exited, es.wakes, es.wakes_remembered, es.stale_wakes, es.steals);
   for (uint32_t i = 0; i < nharts_online; i++) {
     struct hart *h = &harts[i];
-    out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu, "
-        "wakes here %lu, timer irqs late %lu (latest %lu us), satp loads %lu\n",
+    out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu "
+        "(halted %lu ms), wakes here %lu, timer irqs late %lu (latest %lu us), satp loads %lu\n",
         i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi,
-        h->wakes_here, h->timer_late, h->timer_late_max_us, h->satp_loads);
+        h->idle_halted * 1000 / board.timebase_hz, h->wakes_here, h->timer_late, h->timer_late_max_us,
+        h->satp_loads);
     // (a line of its own: the console's output lines are bounded)
     out("          IPIs asked for: kicks (spawn %lu, wake %lu, tick %lu, hand-over %lu, other %lu), "
-        "user interrupts %lu, address space %lu\n",
+        "user interrupts %lu, address space %lu, lock waiters %lu (halted %lu)\n",
         h->ipis_asked[IPI_KICK_SPAWN], h->ipis_asked[IPI_KICK_WAKE], h->ipis_asked[IPI_KICK_TICK],
         h->ipis_asked[IPI_KICK_HAND], h->ipis_asked[IPI_KICK_OTHER], h->ipis_asked[IPI_UINTR],
-        h->ipis_asked[IPI_ADDRSPACE]);
+        h->ipis_asked[IPI_ADDRSPACE], h->ipis_asked[IPI_CES_KICK], h->ces_halts);
   }
 }
 STATS_SOURCE(10, "sched", print_stats);

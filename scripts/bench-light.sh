@@ -94,9 +94,13 @@ base=${configs[0]%%:*}
 # "1h's", or "its network's first configuration's" when there are several.
 base_word="$base's"
 [ ${#nets[@]} -gt 1 ] && base_word="its base's (the first configuration on its network)"
-declare -A p50=() p99=() rps=() late=() steal=()
+declare -A p50=() p99=() rps=() late=() steal=() cpu=()
 calm=() all=()                 # round numbers
-STEAL="awk '/^cpu /{ print \$9 }' /proc/stat"   # the host's steal time, in clock ticks
+# Where the host's cores went during each run (scripts/host/cpu-snap.sh):
+# QEMU is named so that its threads can be found, and named per thread.
+QNAME=coral-bl$$
+export QEMU_EXTRA="${QEMU_EXTRA:-} -name $QNAME,debug-threads=on"
+SNAP="scripts/host/cpu-snap.sh $QNAME"
 HZ=$(getconf CLK_TCK)
 steal_max_ms=$(awk -v p="$STEAL_PCT" -v c="$(nproc)" -v d="$DURATION_S" 'BEGIN { printf "%d", p / 100 * c * d * 1000 }')
 status=0
@@ -119,7 +123,7 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     log=$DIR/r${round}_$name.log
     echo "bench-light: round $round (${#calm[@]} of $ROUNDS calm so far), ${MODEL%%,*}, $name ($((SECONDS - start)) s so far)" >&2
     if ! drive_matrixd_stats "$log" "$harts" "$MODEL" "${args:+ ${args//,/ }}" \
-         "sleep 1; $STEAL > $log.steal; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $STEAL >> $log.steal"; then
+         "sleep 1; $SNAP > $log.cpu; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $SNAP >> $log.cpu"; then
       echo "bench-light: round $round, $name failed: $(cat "$log.err") (see $log)" >&2
       status=1 complete=0
       continue
@@ -133,7 +137,13 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     # the time the hypervisor gave this host's cores to someone else.
     late[$round/$name]=$(grep -o 'timer irqs late [0-9]* (latest [0-9]*' "$log" |
       awk '{ n += $4; gsub(/[(]/, "", $6); if ($6 > m) m = $6 } END { printf "%d, %.1f ms", n, m / 1000 }')
-    steal[$round/$name]=$(awk 'NR == 1 { a = $1 } NR == 2 { printf "%d", ($1 - a) * 1000 / '"$HZ"' }' "$log.steal")
+    steal[$round/$name]=$(awk 'NR == 1 { a = $7 } NR == 2 { printf "%d", ($7 - a) * 1000 / '"$HZ"' }' "$log.cpu")
+    # In cores (CPU seconds a second): the vCPU threads running, and waiting
+    # for a host core; QEMU's other threads; the rest of the host (the
+    # client, the host's TCP stack for a tap, anything else); the host idle.
+    cpu[$round/$name]=$(awk -v hz="$HZ" 'NR == 1 { split($0, a) } NR == 2 { d = $1 - a[1]
+      printf "%.2f %.2f %.2f %.2f %.2f", ($2 - a[2]) / hz / d, ($3 - a[3]) / 1e9 / d, ($4 - a[4]) / hz / d,
+        ($5 - a[5] - ($2 - a[2]) - ($4 - a[4])) / hz / d, ($6 - a[6]) / hz / d }' "$log.cpu")
     [ "${steal[$round/$name]}" -gt "$steal_max_ms" ] && stolen=1
   done
   [ "$complete" = 1 ] || continue
@@ -281,6 +291,45 @@ pooled_rows() {
     cols="- | -"
     [ "$name" = "${base_of[$name]}" ] || cols=$(ratio_stats "$name" "${calm[@]}")
     echo "| $name | $harts | ${args:-(none)} | $net | ${m50:--} | ${m99:--} | $cols |"
+  done
+  echo
+  echo "Where the host's $(nproc) cores went during the runs (scripts/host/cpu-snap.sh), in cores"
+  echo "(CPU seconds a second), medians of the calm rounds. A vCPU thread neither running nor"
+  echo "waiting for a core sleeps: its hart halted in \`wfi\`, or the thread blocked in QEMU"
+  echo "(on the lock its main loop holds while it moves packets). \"Rest of the host\" is the"
+  echo "client, the host's TCP stack, and anything else running there."
+  echo
+  per=""
+  [ "$LOAD" = closed ] && per=" req/s per vCPU core | over $base_word, median of rounds (range) |"
+  echo "| configuration | vCPU threads running | vCPU threads waiting for a core | QEMU's other threads | rest of the host | host idle |$per"
+  echo "|---|---|---|---|---|---|$([ -n "$per" ] && echo '---|---|')"
+  for c in "${configs[@]}"; do
+    parse_config "$c"
+    row="| $name |"
+    for i in 1 2 3 4 5; do
+      row+=" $(for r in "${calm[@]}"; do awk -v i=$i '{ print $i }' <<< "${cpu[$r/$name]:-}"; done | median) |"
+    done
+    if [ -n "$per" ]; then
+      # requests a second per core of vCPU time: the guest's own work per
+      # request, whatever the host gave it (a host that gives two vCPUs less
+      # than two cores bounds two harts' rate, not this).
+      eff=() effr=()
+      for r in "${calm[@]}"; do
+        e=$(awk -v q="${rps[$r/$name]}" -v c="${cpu[$r/$name]%% *}" 'BEGIN { if (c > 0) printf "%.0f", q / c }')
+        eff+=("$e")
+        b=$(awk -v q="${rps[$r/${base_of[$name]}]}" -v c="${cpu[$r/${base_of[$name]}]%% *}" 'BEGIN { if (c > 0) printf "%.0f", q / c }')
+        [ -n "$e" ] && [ -n "$b" ] && effr+=("$(awk -v a="$b" -v x="$e" 'BEGIN { printf "%.2f", x / a }')")
+      done
+      m=$(median <<< "${eff[*]}")
+      if [ "$name" = "${base_of[$name]}" ] || [ ${#effr[@]} -eq 0 ]; then
+        row+=" ${m:--} | - |"
+      else
+        mr=$(median <<< "${effr[*]}")
+        row+=" ${m:--} | $mr ($(printf '%s\n' "${effr[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) |"
+        echo "BENCH name=closed_${MODEL%%,*}_${name}_rps_per_vcpu_ratio value=$mr unit=ratio" >&3
+      fi
+    fi
+    echo "$row"
   done
   echo
   echo "matrixd \`-m ${MODEL//,/ }\`, ${#all[@]} rounds of ${DURATION_S} s (${#calm[@]} calm), produced by"
