@@ -23,7 +23,6 @@ enum ipi_reason {
   IPI_KICK_OTHER,  //   sched_kick's callers
   IPI_UINTR,       // a user interrupt for a thread running there (uintr.c)
   IPI_ADDRSPACE,   // let go of a dying address space's root (uvm.c)
-  IPI_CES_KICK,    // a CES lock's hand-over to a spinner halted there (kces.c)
   NIPI_REASONS,
 };
 
@@ -58,7 +57,6 @@ struct hart {
   // wait for a host core, but not time the vCPU lost while running (set it
   // against the host's count of the vCPU thread's CPU time: bench-light.sh).
   uint64_t idle_halted;
-  uint64_t ces_halts;           // CES spinners that halted here (kces.c, kces_halt)
   // IPIs other harts asked for to this one, by reason (enum ipi_reason): the
   // console's `stats` shows what keeps waking a hart that would sleep.
   // Counted when asked, so two asked within one lock section count twice

@@ -130,11 +130,6 @@ void start_main_job(const char *args) {
     kprintf(known ? "net: the network lock: netlock=%s\n"
                   : "net: netlock=%s is not spin, nohandoff or busy: ignored\n", val);
   }
-  if (bootarg(args, "lock_halt", val, sizeof val)) {
-    uint32_t polls = (uint32_t)bootarg_number(val, 1000000);
-    net_lock_halt_after(polls);
-    kprintf("net: a hart spinning for the network lock halts after %u polls (lock_halt)\n", polls);
-  }
   if (bootarg(args, "uptime", val, sizeof val) && strcmp(val, "syscall") == 0) {
     prio_vvar_timebase(0);
     kprintf("coral: uptime() is a system call (uptime=syscall)\n");

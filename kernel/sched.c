@@ -350,10 +350,10 @@ static void print_stats(stats_out_fn *out) {
         h->satp_loads);
     // (a line of its own: the console's output lines are bounded)
     out("          IPIs asked for: kicks (spawn %lu, wake %lu, tick %lu, hand-over %lu, other %lu), "
-        "user interrupts %lu, address space %lu, lock waiters %lu (halted %lu)\n",
+        "user interrupts %lu, address space %lu\n",
         h->ipis_asked[IPI_KICK_SPAWN], h->ipis_asked[IPI_KICK_WAKE], h->ipis_asked[IPI_KICK_TICK],
         h->ipis_asked[IPI_KICK_HAND], h->ipis_asked[IPI_KICK_OTHER], h->ipis_asked[IPI_UINTR],
-        h->ipis_asked[IPI_ADDRSPACE], h->ipis_asked[IPI_CES_KICK], h->ces_halts);
+        h->ipis_asked[IPI_ADDRSPACE]);
   }
 }
 STATS_SOURCE(10, "sched", print_stats);

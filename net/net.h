@@ -61,9 +61,6 @@ void net_lock_tries_fail(int on);
 // bootargs netlock=nohandoff (for comparison): NET_TRY spins as NET_SPIN, as
 // every system call's attempt did before it could wait elsewhere.
 void net_lock_tries_spin(int on);
-// bootargs lock_halt=N: a caller spinning for the lock halts its hart after N
-// polls, until the hand-over kicks it (0: never; vdso/ces.h).
-void net_lock_halt_after(uint32_t polls);
 uint64_t net_lock_queued(void);      // requests that found the lock held, so far (tests)
 uint64_t net_lock_tries_busy(void);  // NET_TRY requests that found it held, so far
 // net/net.c, at the end of every section: re-arm the timer coroutine if lwIP

@@ -53,7 +53,6 @@ void net_lock_use_spinlock(int on) { use_spin = on; }
 void net_lock_tries_fail(int on) { tries_fail = on; }
 void net_lock_tries_spin(int on) { tries_spin = on; }
 int net_lock_is_spinlock(void) { return use_spin; }
-void net_lock_halt_after(uint32_t polls) { mx.halt_after = polls; }
 
 static void enter(void) {
   if (__atomic_exchange_n(&inside, 1, __ATOMIC_RELAXED))

@@ -61,7 +61,6 @@ void ces_init(struct ces_mutex *m, const struct ces_env *env, uint32_t batch) {
   m->batch = batch ? batch : CES_BATCH_DEFAULT;
   m->spin = 0;
   m->spinners = 0;
-  m->halt_after = 0;
   m->sections = m->combined = m->handoffs = m->queued = 0;
 }
 
@@ -83,22 +82,17 @@ static int enqueue(struct ces_mutex *m, struct ces_node *n) {
 }
 
 // The holder's side of a hand-over: publish `to` (DONE or OWNER) in n and
-// wake n's coroutine if it has gone to sleep, or kick its hart if it has
-// halted. One atomic exchange against the waiter's compare-and-swap to
-// SLEEPING (in ces_poll) or HALTED (env->halt), so exactly one of them sees
-// the other: no lost and no needless wake. n may be gone as soon as the
-// exchange is done, so its cid and hart are read first.
+// wake n's coroutine if it has gone to sleep. One atomic exchange against
+// the waiter's compare-and-swap to SLEEPING (in ces_poll), so exactly one
+// of them sees the other: no lost and no needless wake. n may be gone as
+// soon as the exchange is done, so its cid is read first.
 static void hand_over(struct ces_mutex *m, struct ces_node *n, uint32_t to) {
   cid_t cid = n->cid;
-  uint32_t hart = n->hart;
-  uint32_t was = __atomic_exchange_n(&n->state, to, __ATOMIC_ACQ_REL);
-  if (was == CES_SLEEPING) {
+  if (__atomic_exchange_n(&n->state, to, __ATOMIC_ACQ_REL) == CES_SLEEPING) {
     if (to == CES_DONE)
       m->env->wake_elsewhere(cid);
     else
       m->env->wake(cid);
-  } else if (was == CES_HALTED) {
-    m->env->kick(hart);
   }
 }
 
@@ -141,8 +135,7 @@ static void combine(struct ces_mutex *m, struct ces_node *self, uint32_t ran) {
         return;
       }
       // Spinners about: only to a waiter that is awake (see ces.h). If it
-      // went to sleep or halted, its compare-and-swap came first: run its
-      // section.
+      // went to sleep, its compare-and-swap came first: run its section.
       uint32_t s = CES_WAITING;
       if (__atomic_compare_exchange_n(&next->state, &s, CES_OWNER, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_ACQUIRE)) {
@@ -211,33 +204,17 @@ void ces_lock(struct ces_mutex *m, struct ces_node *n) {
 }
 
 // Combining without the exchange (ces.h, "Spinning callers"): wait on our own
-// node, awake, for a combiner to run our section or to hand us the lock; after
-// m->halt_after polls, halted if the environment lets this caller halt.
+// node, awake, for a combiner to run our section or to hand us the lock.
 static uint32_t spin_until_served(struct ces_mutex *m, struct ces_node *n) {
-  uint32_t s, halt_at = m->env->halt ? m->halt_after : 0;
+  uint32_t s;
   for (uint32_t spins = 0; (s = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE)) == CES_WAITING;
-       spins++) {
-    if (halt_at && spins >= halt_at) {
-      // Returns once the hand-over has come (the loop then ends), or at once
-      // if this caller may not halt: then it spins on, and does not ask again.
-      if (!m->env->halt(&n->state))
-        halt_at = 0;
-      continue;
-    }
+       spins++)
     m->env->relax(spins);
-  }
   return s;
-}
-
-// A spinner's node names its hart, for a kick if it halts (set before the
-// node is queued, so that a combiner reads it with the node's other fields).
-static void spinner_hart(struct ces_mutex *m, struct ces_node *n) {
-  n->hart = m->env->hart ? m->env->hart() : 0;
 }
 
 void ces_run_spin(struct ces_mutex *m, void (*fn)(void *), void *arg) {
   struct ces_node n;
-  spinner_hart(m, &n);
   if (submit(m, &n, fn, arg))
     return;
   if (spin_until_served(m, &n) == CES_OWNER) {   // at a combiner's batch limit
@@ -274,7 +251,6 @@ void ces_lock_spin(struct ces_mutex *m, struct ces_node *n) {
   n->fn = 0;
   n->arg = 0;
   n->cid = m->env->current();
-  spinner_hart(m, n);
   if (!enqueue(m, n))
     spin_until_served(m, n);              // a lock-form node is only ever made OWNER
 }

@@ -38,15 +38,6 @@ struct ces_env {
   int (*wake_elsewhere)(cid_t);       // the same, preferably on another hart
                                       // than the caller's (CES's "exchange")
   void (*relax)(uint32_t spins);      // one step of a short spin (see ces.c)
-  // Optional (NULL: spinners never halt): a spinner that has polled
-  // m->halt_after times stops its hart until a hand-over kicks it, so that a
-  // hart which only waits gives its processor back (on an emulator or a
-  // hypervisor, to the holder's). See "Spinning callers".
-  uint32_t (*hart)(void);             // the caller's hart, for kick
-  int (*halt)(volatile uint32_t *state);   // if the caller may halt, move *state
-                                      // from CES_WAITING to CES_HALTED and halt
-                                      // until it changes: 1; else 0, nothing done
-  void (*kick)(uint32_t hart);        // end a halt on that hart
 };
 
 #define CES_BATCH_DEFAULT 16          // sections per combiner turn
@@ -59,13 +50,11 @@ struct ces_node {
   void *arg;
   cid_t cid;                          // who to wake
   volatile uint32_t state;            // enum below
-  uint32_t hart;                      // a spinner's hart (env->hart), for env->kick
 };
 
 // WAITING: queued; SLEEPING: queued, and its coroutine blocks until woken;
-// DONE: its section has run; OWNER: it holds the lock now; HALTED: queued,
-// and its spinner has halted its hart until kicked.
-enum { CES_WAITING = 0, CES_DONE = 1, CES_OWNER = 2, CES_SLEEPING = 3, CES_HALTED = 4 };
+// DONE: its section has run; OWNER: it holds the lock now.
+enum { CES_WAITING = 0, CES_DONE = 1, CES_OWNER = 2, CES_SLEEPING = 3 };
 
 struct ces_mutex {
   struct ces_node *tail;              // the last request queued; NULL: free
@@ -75,8 +64,6 @@ struct ces_mutex {
                                       // (ces_init sets 0: sleep at once)
   uint32_t spinners;                  // 1: some callers spin (ces_run_spin,
                                       // ces_lock_spin); see "Spinning callers"
-  uint32_t halt_after;                // polls before a spinner halts (env->halt);
-                                      // 0 (ces_init's): it never does
   // Counters, written by the holder only (read them when the mutex is quiet):
   uint64_t sections;                  // critical sections run
   uint64_t combined;                  // ... of which for another coroutine
@@ -114,12 +101,6 @@ void ces_unlock(struct ces_mutex *m, struct ces_node *n);
 // priorities, that dispatch might never come while the spinner holds its hart).
 // The lock form is then for spinners only (ces_lock_spin): a sleeping
 // lock-form waiter would have to be made owner.
-// A spinner that has polled m->halt_after times may halt its hart instead
-// (env->halt; the kernel's, where no spinlock is held): its node goes from
-// WAITING to HALTED by the same kind of compare-and-swap as a sleeper's, and
-// the hand-over's exchange that finds HALTED kicks its hart (env->kick). A
-// combiner treats a halted waiter as a sleeping one: it runs its section for
-// it rather than hand it the lock, which would wait for the kick's delivery.
 void ces_init_spinning(struct ces_mutex *m, const struct ces_env *env, uint32_t batch);
 void ces_run_spin(struct ces_mutex *m, void (*fn)(void *), void *arg);
 void ces_lock_spin(struct ces_mutex *m, struct ces_node *n);   // release: ces_unlock
