@@ -18,7 +18,9 @@
 # configuration's p99 over every answered request of its calm rounds
 # (light-pool.py: pooled, with a bootstrap interval over rounds); the
 # median of per-round ratios and the figures over all rounds are printed
-# beside it.
+# beside it. Each run also records where the host's cores went
+# (scripts/host/cpu-snap.sh), printed as a last table: a closed loop on two
+# harts is bounded by the host's cores, one on one hart is not.
 #
 #   scripts/bench-light.sh   (env: BUILD, CONFIGS, MODEL, N, ROUNDS, MAX_ROUNDS,
 #                             STEAL_PCT, DURATION_S, OUT)

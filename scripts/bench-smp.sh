@@ -13,6 +13,10 @@
 #      user network and, as root, on a tap device too, the four boots of a
 #      round interleaved (scripts/bench-light.sh LOAD=closed, which writes
 #      docs/results/smp-closed.md; its requests-a-second table is copied here).
+#   4. Issue 13's light load (KCUC, 64 connections at 100 ms) the same way
+#      (bench-light.sh, docs/results/smp-light.md; its pooled p99 table is
+#      copied here). Both copy bench-light's table of where the host's cores
+#      went.
 # Prints the BENCH lines as it goes. `scripts/bench-smp.sh --report` only
 # rewrites smp.md from the last run's build/bench-smp.log.
 set -euo pipefail
@@ -54,26 +58,38 @@ fi
 # ---- 3. KCUC's closed loop, user network and tap, interleaved ------------
 # (CLOSED=0 skips it and reuses the last smp-closed.md; so does --report.)
 CLOSED_OUT=docs/results/smp-closed.md
+LIGHT_OUT=docs/results/smp-light.md
+configs="1h:1::user 2h:2::user"
+if [ "$(id -u)" = 0 ]; then
+  configs+=" 1h-tap:1::tap 2h-tap:2::tap"
+elif [ $report_only = 0 ]; then
+  echo "bench-smp: not root, so issue 13's loads run on the user network only (a tap needs root)" >&2
+fi
+# (NET here is bench-smp's switch for step 2; bench-light reads it as its default network.)
 if [ $report_only = 0 ] && [ "${CLOSED:-1}" = 1 ]; then
-  configs="1h:1::user 2h:2::user"
-  if [ "$(id -u)" = 0 ]; then
-    configs+=" 1h-tap:1::tap 2h-tap:2::tap"
-  else
-    echo "bench-smp: not root, so the closed loop runs on the user network only (a tap needs root)" >&2
-  fi
-  # (NET here is bench-smp's switch for step 2; bench-light reads it as its default network.)
   NET=user LOAD=closed ROUNDS=${CLOSED_ROUNDS:-8} MODEL=kcuc CONFIGS=$configs OUT=$CLOSED_OUT \
     bash scripts/bench-light.sh | tee -a "$log" ||
     echo "bench-smp: the closed loop did not get all its calm rounds; see $CLOSED_OUT" >&2
 fi
-closed_rows() {
-  if [ -f "$CLOSED_OUT" ]; then
-    # The heading, a blank line, the table, up to the blank line after it.
-    awk '/^Requests a second, calm rounds/ { on = 1 } on { print; if (/^$/ && ++blank == 2) exit }' "$CLOSED_OUT"
-    echo "From [smp-closed.md](smp-closed.md): its rounds, the host's steal in each, and the"
-    echo "same figures over every round. A configuration named -tap ran on a tap device"
-    echo "(the host's own TCP stack), the others on QEMU's user network (slirp, in QEMU's"
-    echo "main thread); each is divided by the one-hart configuration of its network."
+# ---- 4. KCUC's light load, the same way (LIGHT=0 skips it) ----------------
+if [ $report_only = 0 ] && [ "${LIGHT:-1}" = 1 ]; then
+  NET=user LOAD=light ROUNDS=${LIGHT_ROUNDS:-8} MODEL=kcuc CONFIGS=$configs OUT=$LIGHT_OUT \
+    bash scripts/bench-light.sh | tee -a "$log" ||
+    echo "bench-smp: the light load did not get all its calm rounds; see $LIGHT_OUT" >&2
+fi
+# section FILE START: from the line that starts with START to the end of the
+# first table after it (a heading, a blank line, the table and its blank line).
+section() { awk -v s="$2" 'index($0, s) == 1 { on = 1 } on { print; if (/^\|/) t = 1; if (t && /^$/) exit }' "$1"; }
+# issue13_rows FILE START NAME: START's section and the host's cores from
+# FILE (a bench-light report), or say it was not measured.
+issue13_rows() {
+  if [ -f "$1" ]; then
+    section "$1" "$2"
+    section "$1" "Where the host's"
+    echo "From [$3]($3): its rounds, the host's steal in each, and more figures."
+    echo "A configuration named -tap ran on a tap device (the host's own TCP stack),"
+    echo "the others on QEMU's user network (slirp, in QEMU's main thread); each is"
+    echo "divided by the one-hart configuration of its network."
   else
     echo "(not measured: run scripts/bench-smp.sh)"
   fi
@@ -93,9 +109,10 @@ host_cpus=$(nproc)
 qemu_version=$("$QEMU" --version | head -1 | sed 's/QEMU emulator version //')
 load=$(sed -n 's/^LOAD //p' "$log")
 python3 - "$log" "$OUT" "$BOOTS" "$host_cpus" "$qemu_version" "$load" "$(date -u +%Y-%m-%d)" \
-  "$(matrixd_rows)" "$(closed_rows)" <<'PY'
+  "$(matrixd_rows)" "$(issue13_rows "$CLOSED_OUT" "Requests a second, calm rounds" smp-closed.md)" \
+  "$(issue13_rows "$LIGHT_OUT" "**Calm rounds**" smp-light.md)" <<'PY'
 import re, statistics, sys, textwrap
-log, out, boots, cpus, qver, load, day, mrows, crows = sys.argv[1:10]
+log, out, boots, cpus, qver, load, day, mrows, crows, lrows = sys.argv[1:11]
 vals = {}
 cores = {}
 for line in open(log):
@@ -201,6 +218,10 @@ L.append("")
 L.append("## Issue 13's closed loop: KCUC, 128 connections, -smp 2 over -smp 1")
 L.append("")
 L.append(crows)
+L.append("")
+L.append("## Issue 13's light load: KCUC, 64 connections at 100 ms, p99 at -smp 2 over -smp 1")
+L.append("")
+L.append(lrows)
 L.append("")
 open(out, "w").write("\n".join(L) + "\n")
 PY
