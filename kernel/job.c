@@ -15,6 +15,7 @@
 #include "hart.h"
 #include "param.h"
 #include "syscall.h"
+#include "virtio_net.h"
 
 int bootarg(const char *args, const char *key, char *out, size_t outlen) {
   size_t klen = strlen(key);
@@ -129,6 +130,10 @@ void start_main_job(const char *args) {
       known = 0;
     kprintf(known ? "net: the network lock: netlock=%s\n"
                   : "net: netlock=%s is not spin, nohandoff or busy: ignored\n", val);
+  }
+  if (bootarg(args, "vnet_irq", val, sizeof val) && strcmp(val, "all") == 0) {
+    vnet_irq_always(1);
+    kprintf("virtio-net: an interrupt for every used buffer (vnet_irq=all)\n");
   }
   if (bootarg(args, "uptime", val, sizeof val) && strcmp(val, "syscall") == 0) {
     prio_vvar_timebase(0);

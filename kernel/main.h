@@ -28,6 +28,8 @@
 //                 its lane, not only when the hart has not slept since the last
 //                 tick (kernel/sched.c)
 //   uptime=syscall  uptime() makes the system call instead of reading the clock in user mode (user/ulib.c)
+//   vnet_irq=all  the network card interrupts for every used buffer, not only
+//                 when someone waits (kernel/virtio_net.c)
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
 // them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so

@@ -14,10 +14,16 @@
 //
 // Notification: after adding to an available ring the driver writes QUEUE_NOTIFY
 // unless the device has set VIRTQ_USED_F_NO_NOTIFY (it is already looking). The
-// device interrupts for both queues; the handler acknowledges and wakes
-// vnet_rx_waitq(), so a transmit completion also wakes a sender that found every
-// buffer in flight. Completed transmit buffers are reclaimed lazily, by the next
-// vnet_tx_buf.
+// device interrupts for both queues; the handler acknowledges, sends what the
+// transmit backlog holds, and wakes vnet_rx_waitq(). The driver asks for
+// interrupts only where someone waits for one (VIRTQ_AVAIL_F_NO_INTERRUPT
+// otherwise): for used receive buffers while the receiver sleeps
+// (vnet_rx_sleep), for used transmit buffers while frames wait in the
+// backlog (completed transmit buffers are otherwise reclaimed lazily, by the
+// next vnet_tx_buf). Under QEMU an interrupt is four register accesses (the
+// PLIC's claim and completion, the status and its acknowledgement), each
+// under QEMU's global lock, which its main loop holds while it moves
+// packets. Bootargs vnet_irq=all asks for every interrupt (for comparison).
 //
 // No register is touched with vnet.lock held. Under QEMU a device register
 // access takes the emulator's global lock, which its main loop holds while it
@@ -104,6 +110,7 @@ static struct {
 } vnet = { .lock = SPINLOCK_INIT("vnet") };
 
 static struct waitq rx_wait = { SPINLOCK_INIT("vnet-rx"), 0, 0 };
+static int irq_always;                      // bootargs vnet_irq=all ("Notification" above)
 
 static uint32_t reg_read(volatile uint8_t *regs, uint32_t off) {
   return *(volatile uint32_t *)(regs + off);
@@ -307,6 +314,7 @@ int vnet_init(void) {
     vnet.tx_free[i] = (uint16_t)(vnet.tx.size - 1 - i);
   }
   vnet.ntx_free = vnet.tx.size;
+  vnet.tx.avail->flags = VIRTQ_AVAIL_F_NO_INTERRUPT;   // no backlog yet (vnet_irq_always comes later)
   vnet.regs = regs;
   vnet.irq = irq;
   status |= VIRTIO_STATUS_DRIVER_OK;
@@ -334,6 +342,10 @@ static void backlog_send(void);
 void vnet_intr(void) {
   if (!vnet.present)
     return;
+  // The receive coroutine will look at the used ring until it finds it empty
+  // (vnet_rx_sleep): no more receive interrupts until then.
+  if (!irq_always)
+    vnet.rx.avail->flags = VIRTQ_AVAIL_F_NO_INTERRUPT;
   // Acknowledge everything pending (used buffers, configuration change): the
   // interrupt line stays raised until we do.
   uint32_t pending = reg_read(vnet.regs, VIRTIO_MMIO_INTERRUPT_STATUS);
@@ -344,6 +356,19 @@ void vnet_intr(void) {
 }
 
 // ---- receive ----
+
+// Interrupts only for a receiver that sleeps: vnet_intr turns the receive
+// queue's interrupts off as it wakes the receiver, and the receiver turns
+// them on here, registered on vnet_rx_waitq(), just before its last look at
+// the used ring (vnet_rx_next). A frame used after that look interrupts; one
+// used before it is found by the look. Every write of the hint by vnet_intr
+// is followed by a wake, so a receiver never sleeps with interrupts off.
+void vnet_rx_sleep(void) {
+  if (!vnet.present || irq_always)
+    return;
+  vnet.rx.avail->flags = 0;
+  __sync_synchronize();            // the hint before the look at the used ring
+}
 
 uint8_t *vnet_rx_next(size_t *len) {
   if (!vnet.present)
@@ -421,6 +446,27 @@ static void tx_reclaim(void) {
 // empty every new frame joins it, so frames leave in the order they came.
 // Only past TX_BACKLOG_MAX waiting frames, or without memory, is a frame
 // dropped (tx_full).
+//
+// Only the backlog needs the device's interrupt for used transmit buffers. It
+// is asked for (VIRTQ_AVAIL_F_NO_INTERRUPT cleared) when a frame joins an
+// empty backlog, before the look at the used ring that might send it at once,
+// so a buffer the device returns after that look raises one; and the hint is
+// set again when the backlog empties.
+
+void vnet_irq_always(int on) {
+  irq_always = on;
+  if (on && vnet.present)
+    vnet.tx.avail->flags = vnet.rx.avail->flags = 0;
+}
+
+// Lock held: ask for transmit interrupts only while frames wait.
+static void tx_irq_update(void) {
+  uint16_t want = vnet.wait_head || irq_always ? 0 : VIRTQ_AVAIL_F_NO_INTERRUPT;
+  if (vnet.tx.avail->flags != want) {
+    vnet.tx.avail->flags = want;
+    __sync_synchronize();          // the flag before the next look at the used ring
+  }
+}
 
 // Put waiting frames into free buffers, oldest first. Lock held; returns the
 // records now unused, for the caller to free after the unlock, and whether
@@ -448,6 +494,7 @@ static struct tx_waiting *backlog_send_locked(int *queued) {
     done = w;
     *queued = 1;
   }
+  tx_irq_update();                 // (the backlog may have emptied)
   return done;
 }
 
@@ -502,6 +549,7 @@ void vnet_tx_wait(uint8_t *frame, size_t len) {
   vnet.wait_tail = w;
   vnet.nwaiting++;
   vnet.st.tx_waited++;
+  tx_irq_update();                 // interrupts on before the look below
   struct tx_waiting *done = backlog_send_locked(&queued);   // a buffer may be back already
   spin_unlock(&vnet.lock);
   if (queued)

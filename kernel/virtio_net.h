@@ -34,6 +34,14 @@ uint32_t vnet_irq(void);             // that PLIC source, 0 if there is no card
 
 uint8_t *vnet_rx_next(size_t *len);  // next received frame, or NULL if none
 void vnet_rx_release(uint8_t *frame);
+// The receiver, registered on vnet_rx_waitq(), is about to make its last
+// vnet_rx_next before it sleeps: turn receive interrupts on for it (the
+// interrupt turns them off again).
+void vnet_rx_sleep(void);
+// Bootargs vnet_irq=all: the device interrupts for every used buffer of both
+// queues, as before interrupts were asked for only when someone waits (for
+// comparison).
+void vnet_irq_always(int on);
 
 uint8_t *vnet_tx_buf(void);          // VNET_FRAME_MAX bytes, or NULL if all are in flight
 void vnet_tx_submit(uint8_t *buf, size_t len);   // len 0: give the buffer back unsent
