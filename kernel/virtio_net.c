@@ -18,7 +18,7 @@
 // transmit backlog holds, and wakes vnet_rx_waitq(). The driver asks for
 // interrupts only where someone waits for one (VIRTQ_AVAIL_F_NO_INTERRUPT
 // otherwise): for used receive buffers while the receiver sleeps
-// (vnet_rx_sleep), for used transmit buffers while frames wait in the
+// (vnet_rx_look), for used transmit buffers while frames wait in the
 // backlog (completed transmit buffers are otherwise reclaimed lazily, by the
 // next vnet_tx_buf). Under QEMU an interrupt is four register accesses (the
 // PLIC's claim and completion, the status and its acknowledgement), each
@@ -343,7 +343,7 @@ void vnet_intr(void) {
   if (!vnet.present)
     return;
   // The receive coroutine will look at the used ring until it finds it empty
-  // (vnet_rx_sleep): no more receive interrupts until then.
+  // (vnet_rx_look): no more receive interrupts until then.
   if (!irq_always)
     vnet.rx.avail->flags = VIRTQ_AVAIL_F_NO_INTERRUPT;
   // Acknowledge everything pending (used buffers, configuration change): the
@@ -359,15 +359,16 @@ void vnet_intr(void) {
 
 // Interrupts only for a receiver that sleeps: vnet_intr turns the receive
 // queue's interrupts off as it wakes the receiver, and the receiver turns
-// them on here, registered on vnet_rx_waitq(), just before its last look at
-// the used ring (vnet_rx_next). A frame used after that look interrupts; one
+// them on in vnet_rx_look, registered on vnet_rx_waitq(), just before its
+// last look at the used ring. A frame used after that look interrupts; one
 // used before it is found by the look. Every write of the hint by vnet_intr
 // is followed by a wake, so a receiver never sleeps with interrupts off.
-void vnet_rx_sleep(void) {
-  if (!vnet.present || irq_always)
-    return;
-  vnet.rx.avail->flags = 0;
-  __sync_synchronize();            // the hint before the look at the used ring
+uint8_t *vnet_rx_look(size_t *len) {
+  if (vnet.present && !irq_always) {
+    vnet.rx.avail->flags = 0;
+    __sync_synchronize();          // the hint before the look at the used ring
+  }
+  return vnet_rx_next(len);
 }
 
 uint8_t *vnet_rx_next(size_t *len) {

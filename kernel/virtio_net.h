@@ -34,10 +34,12 @@ uint32_t vnet_irq(void);             // that PLIC source, 0 if there is no card
 
 uint8_t *vnet_rx_next(size_t *len);  // next received frame, or NULL if none
 void vnet_rx_release(uint8_t *frame);
-// The receiver, registered on vnet_rx_waitq(), is about to make its last
-// vnet_rx_next before it sleeps: turn receive interrupts on for it (the
-// interrupt turns them off again).
-void vnet_rx_sleep(void);
+// vnet_rx_next for a receiver registered on vnet_rx_waitq() that will sleep
+// if it finds nothing: it also asks the card for an interrupt at the next
+// frame (the interrupt turns that off again as it wakes the queue). A waiter
+// on vnet_rx_waitq() must make its last look with this: the card interrupts
+// for nothing else but frames in the transmit backlog.
+uint8_t *vnet_rx_look(size_t *len);
 // Bootargs vnet_irq=all: the device interrupts for every used buffer of both
 // queues, as before interrupts were asked for only when someone waits (for
 // comparison).

@@ -119,8 +119,7 @@ static int rx_poll(void *arg) {
       // Register, then look once more: a frame that arrived in between has
       // already woken us (or will find us registered).
       waitq_add(vnet_rx_waitq(), &r->w, kco_current());
-      vnet_rx_sleep();               // interrupts on for the sleep, before the last look
-      if ((r->frame[0] = vnet_rx_next(&len)) == 0)
+      if ((r->frame[0] = vnet_rx_look(&len)) == 0)   // (and interrupts on for the sleep)
         return CO_PENDING;
       waitq_remove(vnet_rx_waitq(), &r->w);
       r->len[r->n++] = len;

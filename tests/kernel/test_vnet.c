@@ -69,9 +69,11 @@ static int is_gateway_reply(const uint8_t *f, size_t len, const uint8_t mac[ETH_
 // Send one request and wait for the gateway's reply until `deadline` (the caller
 // has a timer waking us then). Returns 0, or what went wrong.
 static const char *arp_exchange(const uint8_t mac[ETH_ALEN], uint64_t deadline) {
-  uint8_t *buf = 0;
-  // All transmit buffers may be in flight; their completion interrupt wakes us.
-  KCO_WAIT_UNTIL(vnet_rx_waitq(), (buf = vnet_tx_buf()) != 0 || rdtime() >= deadline);
+  uint8_t *buf;
+  // All transmit buffers may be in flight (the card interrupts for their
+  // return only while frames wait in its backlog: look again in a while).
+  while (!(buf = vnet_tx_buf()) && rdtime() < deadline)
+    kco_sleep_ms(1);
   if (!buf)
     return "no transmit buffer";
   build_request(buf, mac);
@@ -79,7 +81,7 @@ static const char *arp_exchange(const uint8_t mac[ETH_ALEN], uint64_t deadline) 
   for (;;) {
     uint8_t *frame = 0;
     size_t len = 0;
-    KCO_WAIT_UNTIL(vnet_rx_waitq(), (frame = vnet_rx_next(&len)) != 0 || rdtime() >= deadline);
+    KCO_WAIT_UNTIL(vnet_rx_waitq(), (frame = vnet_rx_look(&len)) != 0 || rdtime() >= deadline);
     if (!frame)
       return "no ARP reply from 10.0.2.2";
     int ok = is_gateway_reply(frame, len, mac);
@@ -161,7 +163,7 @@ KTEST(vnet_frames_wait_for_a_buffer_and_go_out) {
   for (;;) {
     uint8_t *frame = 0;
     size_t len = 0;
-    KCO_WAIT_UNTIL(vnet_rx_waitq(), (frame = vnet_rx_next(&len)) != 0 || rdtime() >= deadline);
+    KCO_WAIT_UNTIL(vnet_rx_waitq(), (frame = vnet_rx_look(&len)) != 0 || rdtime() >= deadline);
     KREQUIRE(frame != 0);
     int ok = is_gateway_reply(frame, len, mac);
     vnet_rx_release(frame);
