@@ -27,13 +27,19 @@ static void hog(void *arg) {
 
 // Occupy hart `h` with a priority-0 hog. The hog is queued in h's lane, but
 // an idle hart may steal it first: then try again. Returns 1 once the hog
-// runs on h.
+// runs on h. For another hart than this one, this hart waits holding itself:
+// asleep, it would be the first idle hart to find the hog, and beside a host
+// busy-loop it stole it from h at all 50 tries (CI, 8 harts).
 static int occupy(uint32_t h) {
   for (int attempt = 0; attempt < 50; attempt++) {
     hog_release = 0;
     hog_on = 0;
     if (kco_spawn_stackful_on(h, hog, 0, 0, 0) < 0)
       return 0;
+    uint64_t deadline = rdtime() + (uint64_t)KTEST_PATIENCE_MS * board.timebase_hz / 1000;
+    if (h != this_hart()->index)
+      while (!__atomic_load_n(&hog_on, __ATOMIC_SEQ_CST) && rdtime() < deadline)
+        ;
     uint32_t one = 1;
     ktest_wait_count(&hog_on, one, KTEST_PATIENCE_MS);
     if (__atomic_load_n(&hog_on, __ATOMIC_SEQ_CST) == h + 1)
