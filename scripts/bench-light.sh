@@ -192,6 +192,10 @@ rps_row() {
   echo "| $name | $med | $m ($(printf '%s\n' "${rs[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) | $more of ${#rs[@]} |"
 }
 
+# per_vcpu ROUND/NAME: that boot's requests a second per core of vCPU time
+# (the first field of its cpu entry), or nothing without one.
+per_vcpu() { awk -v q="${rps[$1]:-0}" -v c="${cpu[$1]%% *}" 'BEGIN { if (c > 0) printf "%.0f", q / c }'; }
+
 # png_of NET: the chart's file for the configurations on NET: PNG for the
 # first network, PNG with -NET before .png for any other.
 png_of() {
@@ -317,9 +321,9 @@ pooled_rows() {
       # than two cores bounds two harts' rate, not this).
       eff=() effr=()
       for r in "${calm[@]}"; do
-        e=$(awk -v q="${rps[$r/$name]}" -v c="${cpu[$r/$name]%% *}" 'BEGIN { if (c > 0) printf "%.0f", q / c }')
+        e=$(per_vcpu "$r/$name")
+        b=$(per_vcpu "$r/${base_of[$name]}")
         eff+=("$e")
-        b=$(awk -v q="${rps[$r/${base_of[$name]}]}" -v c="${cpu[$r/${base_of[$name]}]%% *}" 'BEGIN { if (c > 0) printf "%.0f", q / c }')
         [ -n "$e" ] && [ -n "$b" ] && effr+=("$(awk -v a="$b" -v x="$e" 'BEGIN { printf "%.2f", x / a }')")
       done
       m=$(median <<< "${eff[*]}")
