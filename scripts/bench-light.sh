@@ -37,6 +37,9 @@
 #     instead (each sends its next matrix when the answer to the last has
 #     come), for requests per second; the table then also gives each
 #     configuration's requests per second over the first one's, per round.
+#   MAIN_NICE_CONFIGS: names of configurations in which QEMU's main thread
+#     runs at nice MAIN_NICE (-10) once the guest is up (an experiment of
+#     docs/results/light-stalls.md; needs root).
 #   NET: the network of configurations that name none: user (the default:
 #     QEMU's user network, slirp, behind a host port) or tap (a tap device
 #     and the host's own TCP stack; needs root).
@@ -96,7 +99,7 @@ base=${configs[0]%%:*}
 # "1h's", or "its network's first configuration's" when there are several.
 base_word="$base's"
 [ ${#nets[@]} -gt 1 ] && base_word="its base's (the first configuration on its network)"
-declare -A p50=() p99=() rps=() late=() steal=() cpu=()
+declare -A p50=() p99=() rps=() late=() steal=() cpu=() slow=()
 calm=() all=()                 # round numbers
 # Where the host's cores went during each run (scripts/host/cpu-snap.sh):
 # QEMU is named so that its threads can be found, and named per thread.
@@ -123,9 +126,16 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
       unset QEMU_NETDEV
     fi
     log=$DIR/r${round}_$name.log
+    # MAIN_NICE_CONFIGS: QEMU's main thread (tid = pid; it moves every packet
+    # between the network and virtio-net) runs at nice MAIN_NICE in these.
+    # ("[c]": the pattern must not match the shell that runs this line,
+    # whose own command line holds it.)
+    pre=""
+    [[ " ${MAIN_NICE_CONFIGS:-} " == *" $name "* ]] &&
+      pre="renice -n ${MAIN_NICE:--10} -p \$(pgrep -n -f -- '-name [c]${QNAME#c},debug-threads=on') > /dev/null; "
     echo "bench-light: round $round (${#calm[@]} of $ROUNDS calm so far), ${MODEL%%,*}, $name ($((SECONDS - start)) s so far)" >&2
     if ! drive_matrixd_stats "$log" "$harts" "$MODEL" "${args:+ ${args//,/ }}" \
-         "sleep 1; $SNAP > $log.cpu; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $SNAP >> $log.cpu"; then
+         "sleep 1; $pre$SNAP > $log.cpu; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $SNAP >> $log.cpu"; then
       echo "bench-light: round $round, $name failed: $(cat "$log.err") (see $log)" >&2
       status=1 complete=0
       continue
@@ -139,6 +149,10 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     # the time the hypervisor gave this host's cores to someone else.
     late[$round/$name]=$(grep -o 'timer irqs late [0-9]* (latest [0-9]*' "$log" |
       awk '{ n += $4; gsub(/[(]/, "", $6); if ($6 > m) m = $6 } END { printf "%d, %.1f ms", n, m / 1000 }')
+    # Stalls: requests that took over 5 ms (at light load they come in
+    # bursts, when the host stops the guest's traffic for tens of ms:
+    # docs/results/light-stalls.md).
+    slow[$round/$name]=$(awk -F, 'NR > 1 && $5 - $3 > 5000 { n++ } END { print n + 0 }' "$log.csv")
     steal[$round/$name]=$(awk 'NR == 1 { a = $7 } NR == 2 { printf "%d", ($7 - a) * 1000 / '"$HZ"' }' "$log.cpu")
     # In cores (CPU seconds a second): the vCPU threads running, and waiting
     # for a host core; QEMU's other threads; the rest of the host (the
@@ -239,8 +253,8 @@ pooled_rows() {
 }
 
 {
-  echo "| round | first booted | counted | $(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf '%s req/s | ' "${c%%:*}"; printf '%s p50 us | %s p99 us | %s late timer irqs, latest | %s host steal ms | ' "${c%%:*}" "${c%%:*}" "${c%%:*}" "${c%%:*}"; done)"
-  echo "|---|---|---|$(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf -- '---|'; printf -- '---|---|---|---|'; done)"
+  echo "| round | first booted | counted | $(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf '%s req/s | ' "${c%%:*}"; printf '%s p50 us | %s p99 us | %s over 5 ms | %s late timer irqs, latest | %s host steal ms | ' "${c%%:*}" "${c%%:*}" "${c%%:*}" "${c%%:*}" "${c%%:*}"; done)"
+  echo "|---|---|---|$(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf -- '---|'; printf -- '---|---|---|---|---|'; done)"
   for r in "${all[@]}"; do
     first=${configs[$(((r - 1) % k))]}
     counted=no
@@ -249,7 +263,7 @@ pooled_rows() {
     for c in "${configs[@]}"; do
       n=${c%%:*}
       [ "$LOAD" = closed ] && printf '%s | ' "${rps[$r/$n]:--}"
-      printf '%s | %s | %s | %s | ' "${p50[$r/$n]:--}" "${p99[$r/$n]:--}" "${late[$r/$n]:--}" "${steal[$r/$n]:--}"
+      printf '%s | %s | %s | %s | %s | ' "${p50[$r/$n]:--}" "${p99[$r/$n]:--}" "${slow[$r/$n]:--}" "${late[$r/$n]:--}" "${steal[$r/$n]:--}"
     done
     echo
   done
