@@ -68,6 +68,14 @@ int ktest_wait_count(volatile uint32_t *counter, uint32_t target, uint32_t timeo
   return 1;
 }
 
+int ktest_spin_count(volatile uint32_t *counter, uint32_t target, uint32_t timeout_ms) {
+  uint64_t deadline = rdtime() + (uint64_t)timeout_ms * board.timebase_hz / 1000;
+  while (__atomic_load_n(counter, __ATOMIC_SEQ_CST) < target)
+    if (rdtime() >= deadline)
+      return 0;
+  return 1;
+}
+
 // ---- holding the other harts ----
 static volatile uint32_t hogs_running, hogs_release;
 
@@ -87,10 +95,7 @@ void ktest_hold_other_harts(void) {
   // The hogs cannot run on this hart until we block, and the others are idle,
   // so they arrive promptly; wait with a spin rather than a sleep (a sleep
   // would let this hart pick up a hog).
-  uint64_t deadline = rdtime() + 10 * board.timebase_hz;
-  while (__atomic_load_n(&hogs_running, __ATOMIC_SEQ_CST) < n && rdtime() < deadline)
-    ;
-  if (hogs_running < n)
+  if (!ktest_spin_count(&hogs_running, n, 10000))
     ktest_fail_at(__FILE__, __LINE__, "only %u of %u hogs started", hogs_running, n);
 }
 

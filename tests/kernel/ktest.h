@@ -50,5 +50,8 @@ void ktest_release_other_harts(void);
 // events, never for an amount of time to pass).
 #define KTEST_PATIENCE_MS 30000
 int ktest_wait_count(volatile uint32_t *counter, uint32_t target, uint32_t timeout_ms);
+// The same, holding the hart while it waits: for a wait in which this hart,
+// once idle, would take the very work it waits for from another hart.
+int ktest_spin_count(volatile uint32_t *counter, uint32_t target, uint32_t timeout_ms);
 
 #endif

@@ -36,12 +36,10 @@ static int occupy(uint32_t h) {
     hog_on = 0;
     if (kco_spawn_stackful_on(h, hog, 0, 0, 0) < 0)
       return 0;
-    uint64_t deadline = rdtime() + (uint64_t)KTEST_PATIENCE_MS * board.timebase_hz / 1000;
     if (h != this_hart()->index)
-      while (!__atomic_load_n(&hog_on, __ATOMIC_SEQ_CST) && rdtime() < deadline)
-        ;
-    uint32_t one = 1;
-    ktest_wait_count(&hog_on, one, KTEST_PATIENCE_MS);
+      ktest_spin_count(&hog_on, 1, KTEST_PATIENCE_MS);
+    else
+      ktest_wait_count(&hog_on, 1, KTEST_PATIENCE_MS);
     if (__atomic_load_n(&hog_on, __ATOMIC_SEQ_CST) == h + 1)
       return 1;
     __atomic_store_n(&hog_release, 1, __ATOMIC_SEQ_CST);
@@ -207,10 +205,7 @@ KTEST(smp_tick_hands_on_work_behind_a_long_coroutine) {
       kco_sleep_ms(2);             // let it be freed before m is reused
       continue;
     }
-    uint64_t deadline = rdtime() + (uint64_t)KTEST_PATIENCE_MS * board.timebase_hz / 1000;
-    while (__atomic_load_n(&m.runs, __ATOMIC_SEQ_CST) < 3 && rdtime() < deadline)
-      ;                            // hold the hart: only ticks come
-    int ran = __atomic_load_n(&m.runs, __ATOMIC_SEQ_CST) == 3;
+    int ran = ktest_spin_count(&m.runs, 3, KTEST_PATIENCE_MS);   // hold the hart: only ticks come
     if (!ran)
       ktest_wait_count(&m.runs, 3, KTEST_PATIENCE_MS);   // let it finish before m goes
     KCHECK(ran);
