@@ -153,6 +153,15 @@ if [ $rc -eq 1 ] && grep -q "^KTEST FAIL no-such-test" "$log" && grep -q "^  sta
 else
   fail "kernel/unknown-test-name-fails-and-lists" "want status 1 and the list of tests, got status $rc (see $log)"
 fi
+# ... and a timing-tolerant test still catches what it is for: with the
+# periodic tick kept on idle harts (bootargs idle_tick=1), idle_harts_take_no_ticks fails
+log=$LOGS/ktest-idle-tick-kept.log
+run_qemu "$log" 2 128M "idle_tick=1 test=idle_harts_take_no_ticks"
+if grep -q "^KTEST FAIL idle_harts_take_no_ticks" "$log"; then
+  pass "kernel/idle-ticks-caught-when-kept"
+else
+  fail "kernel/idle-ticks-caught-when-kept" "idle_harts_take_no_ticks passed with idle_tick=1 (see $log)"
+fi
 part_done kernel
 
 # ---- 2b. user programs that test the system from user space, on 1 and 2 harts:
