@@ -28,6 +28,7 @@
 #include "sysargs.h"
 #include "purecalls.h"
 #include "socket.h"
+#include "net.h"
 #include "stats.h"
 
 // The records kept for reuse (worker records, coroutine stacks) are not in
@@ -397,6 +398,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return sock_count();
   case KSTAT_TCP_PCBS:
     return sock_tcp_pcbs();
+  case KSTAT_NET_TIMER_RUNS:
+    return (long)net_timer_runs();
   case KSTAT_TCP_HASH_BAD:
     return sock_tcp_hash_bad();
   case KSTAT_TIMERS:

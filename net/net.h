@@ -78,6 +78,7 @@ struct net_stats {
 };
 void net_lock_stats(struct net_stats *st);   // with the lock held
 void net_get_stats(struct net_stats *st);
+uint64_t net_timer_runs(void);       // stats.timer_runs without the lock (kstat)
 
 // net/netif.c
 int netif_virtio_start(void);        // add the interface and start the receive coroutine

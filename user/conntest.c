@@ -492,6 +492,37 @@ static void churn_test(void) {
   check("churn-all-pcbs-freed", wait_kstat_ms(KSTAT_TCP_PCBS, 0, 60000), 0);
 }
 
+// The network stack's timer coroutine sleeps until lwIP's next timeout is
+// due: a connection's traffic, which schedules no earlier one, must not make
+// it run. (It did: net/net.c, next_deadline.)
+// The bound follows the time the talk took (about 200 ms), not the host's
+// speed: lwIP's quickest timer is TCP's, every 250 ms while a connection
+// lives. (The old wake ran it 22 and 45 times in 200 ms on one and two
+// harts; now once.)
+static void timer_sleeps_through_traffic(void) {
+  enum { TALKS = 500 };
+  int l = listener(CHURN_PORT), c = -1, s = -1;
+  int ok = l >= 0 && open_pair(l, 0, &c, &s) == 0;
+  long runs0 = kstat(KSTAT_NET_TIMER_RUNS), t0 = uptime();
+  for (int i = 0; i < TALKS && ok; i++) {
+    ok = talk(c, s, i);
+    // 370 us on QEMU's virt board (rdtime at 10 MHz): not a divisor of a
+    // millisecond, so the calls fall at every fraction of one.
+    uint64_t t, until;
+    __asm__ volatile("rdtime %0" : "=r"(until));
+    for (until += 3700, t = 0; t < until;)
+      __asm__ volatile("rdtime %0" : "=r"(t));
+  }
+  long runs = kstat(KSTAT_NET_TIMER_RUNS) - runs0, ms = uptime() - t0;
+  check("timer-talk", ok, 1);
+  check("timer-sleeps-through-traffic", runs <= 2 + ms / 100, 1);
+  if (runs > 2 + ms / 100)
+    printf("conntest: the network timer ran %ld times in %ld ms of talk\n", runs, ms);
+  close(c);
+  close(s);
+  close(l);
+}
+
 static int nothing(void *arg) {
   (void)arg;
   return 0;
@@ -542,6 +573,7 @@ int main(int argc, char **argv) {
     kill_mid_connect(mode);
   }
   setkmode(KMODE_COROUTINE);
+  timer_sleeps_through_traffic();
   check("no-sockets-left", kstat(KSTAT_SOCKETS), 0);
   // Closed connections linger in TIME_WAIT (4 s): wait for them to go.
   check("no-pcbs-left", wait_kstat(KSTAT_TCP_PCBS, 0), 0);
