@@ -33,9 +33,8 @@ static uint64_t armed_deadline;      // rdtime value the timer coroutine sleeps 
 // sections often found it "earlier" than the armed one and woke the timer
 // coroutine for nothing: matrixd's light load ran it about 1,650 times in
 // 8 s, and its closed loop 2,700-4,300 times in 10 s, where lwIP's timers
-// needed about 45.) The clock
-// is read after lwIP's: if a millisecond passed between the two, the
-// deadline is one millisecond late, never early.
+// needed about 45.) The clock is read after lwIP's: if a millisecond passed
+// between the two, the deadline is one millisecond late, never early.
 static uint64_t next_deadline(void) {
   uint32_t sleep_ms = sys_timeouts_sleeptime();
   if (sleep_ms == SYS_TIMEOUTS_SLEEPTIME_INFINITE)
