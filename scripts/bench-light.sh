@@ -24,11 +24,13 @@
 #
 #   scripts/bench-light.sh   (env: BUILD, CONFIGS, MODEL, N, ROUNDS, MAX_ROUNDS,
 #                             STEAL_PCT, DURATION_S, OUT)
-#   CONFIGS: "name:harts:bootargs[:net]" words, bootargs with commas for
-#     spaces, net user or tap (NET's value if left out); the first of each
-#     network is the one the others on that network are divided by (its
-#     base). Default "1h:1: 2h:2:"; e.g.
-#     "1h:1: 2h:2: 2h-eager:2:kick_us=0" or "1h:1:: 2h:2:: 1h-tap:1::tap 2h-tap:2::tap".
+#   CONFIGS: "name:harts:bootargs[:net[:matrixd]]" words, bootargs with
+#     commas for spaces, net user or tap (NET's value if left out), matrixd:
+#     more arguments for matrixd in this configuration only, after MODEL's
+#     (commas for spaces); the first of each network is the one the others
+#     on that network are divided by (its base). Default "1h:1: 2h:2:"; e.g.
+#     "1h:1: 2h:2: 2h-eager:2:kick_us=0" or "1h:1:: 2h:2:: 1h-tap:1::tap 2h-tap:2::tap"
+#     or "1h:1::tap 2h:2::tap 2h-t1:2::tap:-t,1".
 #   MODEL: matrixd's -m, with its other arguments after commas ("kcuc,-t,1").
 #   STEAL_PCT: 1 by default; a large value (100) counts every round.
 #   PNG: also draw the calm rounds' pooled latencies against their percentile
@@ -61,11 +63,12 @@ case $LOAD in
 esac
 OUT=${OUT:-$BUILD/bench-light/light.md}
 NET=${NET:-user}
-# parse_config WORD: set name, harts, args and net from one CONFIGS word.
+# parse_config WORD: set name, harts, args, net and margs (matrixd's own
+# arguments) from one CONFIGS word.
 parse_config() {
-  local rest=${1#*:}
-  name=${1%%:*} harts=${rest%%:*} args=${rest#*:} net=$NET
-  if [[ $args == *:* ]]; then net=${args##*:} args=${args%:*}; fi
+  local f
+  IFS=: read -r -a f <<< "$1"
+  name=${f[0]} harts=${f[1]:-} args=${f[2]:-} net=${f[3]:-} margs=${f[4]:-}
   net=${net:-$NET}
   case $net in
     user | tap) ;;
@@ -134,7 +137,7 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     [[ " ${MAIN_NICE_CONFIGS:-} " == *" $name "* ]] &&
       pre="renice -n ${MAIN_NICE:--10} -p \$(pgrep -n -f -- '-name [c]${QNAME#c},debug-threads=on') > /dev/null; "
     echo "bench-light: round $round (${#calm[@]} of $ROUNDS calm so far), ${MODEL%%,*}, $name ($((SECONDS - start)) s so far)" >&2
-    if ! drive_matrixd_stats "$log" "$harts" "$MODEL" "${args:+ ${args//,/ }}" \
+    if ! drive_matrixd_stats "$log" "$harts" "$MODEL${margs:+,$margs}" "${args:+ ${args//,/ }}" \
          "sleep 1; $pre$SNAP > $log.cpu; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $SNAP >> $log.cpu"; then
       echo "bench-light: round $round, $name failed: $(cat "$log.err") (see $log)" >&2
       status=1 complete=0
@@ -310,7 +313,7 @@ pooled_rows() {
     m99=$(for r in "${calm[@]}"; do echo "${p99[$r/$name]}"; done | median)
     cols="- | -"
     [ "$name" = "${base_of[$name]}" ] || cols=$(ratio_stats "$name" "${calm[@]}")
-    echo "| $name | $harts | ${args:-(none)} | $net | ${m50:--} | ${m99:--} | $cols |"
+    echo "| $name | $harts | ${args:-(none)}${margs:+ (matrixd ${margs//,/ })} | $net | ${m50:--} | ${m99:--} | $cols |"
   done
   echo
   echo "Where the host's $(nproc) cores went during the runs (scripts/host/cpu-snap.sh), in cores"
