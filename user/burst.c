@@ -212,12 +212,6 @@ static void watchdog(void *arg) {
 #define ACTIVE_MS 100                // a request every 100 ms, as mclient's -i 100
 #define TICKS_PER_US 10              // rdtime on QEMU's virt board: 10 MHz
 
-static uint64_t rdtime(void) {
-  uint64_t t;
-  __asm__ volatile("rdtime %0" : "=r"(t));
-  return t;
-}
-
 static uint64_t *lat;                // -a: every request's latency, in rdtime ticks
 static int nlat, active_wrong, active_errors, active_done;
 static uint64_t active_t0, worst, worst_at;   // -a: start; the slowest request and when it was sent

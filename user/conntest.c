@@ -508,10 +508,8 @@ static void timer_sleeps_through_traffic(void) {
     ok = talk(c, s, i);
     // 370 us on QEMU's virt board (rdtime at 10 MHz): not a divisor of a
     // millisecond, so the calls fall at every fraction of one.
-    uint64_t t, until;
-    __asm__ volatile("rdtime %0" : "=r"(until));
-    for (until += 3700, t = 0; t < until;)
-      __asm__ volatile("rdtime %0" : "=r"(t));
+    for (uint64_t until = rdtime() + 3700; rdtime() < until;)
+      ;
   }
   long runs = kstat(KSTAT_NET_TIMER_RUNS) - runs0, ms = uptime() - t0;
   check("timer-talk", ok, 1);

@@ -118,9 +118,7 @@ long uptime(void) {
   unsigned long hz = ((const struct vvar *)USER_VVAR)->timebase_hz;
   if (hz < 1000)
     return sys_uptime();
-  unsigned long t;
-  __asm__ volatile("rdtime %0" : "=r"(t));
-  return (long)(t / (hz / 1000));
+  return (long)(rdtime() / (hz / 1000));
 }
 
 // ---------------------------------------------------------------------------

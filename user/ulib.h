@@ -26,6 +26,13 @@ int kill(int pid);
 long brk(void *addr);   // the new break, or -ENOMEM; brk(0) returns the current break
 long uptime(void);      // milliseconds since boot, read in user mode (ulib.c)
 long sys_uptime(void);  // the same by the system call
+// The time CSR, which the kernel lets user mode read (scounteren); it counts at
+// the vvar page's timebase_hz (10 MHz on QEMU's virt board).
+static inline uint64_t rdtime(void) {
+  uint64_t t;
+  __asm__ volatile("rdtime %0" : "=r"(t));
+  return t;
+}
 long kstat(int what);
 long uwait(void);
 // Raw thread calls (kernel/abi.h). Use uthread_create/uthread_join below.
