@@ -130,36 +130,15 @@ long sys_accept(struct thread *t, struct sysargs *sa, int may_block) {
 //     more requests a second so, and KCUC and KCUT fewer: there a call's
 //     continuation is a stackless coroutine or a parked thread, and a
 //     stackful one woken on the other hart costs more than the spin.)
-//   - a stackless kernel coroutine's attempt (KMODE_COROUTINE's workers): its
-//     request waits in the lock's queue, the holder runs it, and the worker
-//     is woken with the result (NET_QUEUE, net/socket.h); its hart runs
-//     other work meanwhile, where it used to spin;
-//   - the first attempt, in the trap, of an async call of a KMODE_COROUTINE
-//     process: it only tries, and if the lock is held goes to such a worker
-//     at once (named the socket's queue, which makes it one: syswork_start),
-//     whose first attempt queues the request;
-//   - anything else (synchronous calls' attempts in KMODE_COROUTINE, which
-//     park on the socket's queue and so must not give up for a held lock;
-//     the KTUC poller): spins on its request.
-// *busy_wq: what a try that found the lock held names to wait on.
-static enum net_wait lock_wait(struct thread *t, struct sysargs *sa, int may_block,
-                               struct sock_async ***slot, struct waitq **busy_wq) {
-  *slot = 0;
-  *busy_wq = 0;
+//   - anything else (the other modes' first attempts, stackless workers, the
+//     KTUC poller): spins on its request.
+static enum net_wait lock_wait(struct thread *t, struct sysargs *sa, int may_block) {
   if (may_block)
     return NET_BLOCK;
-  if (sysargs_in_trap(t, sa)) {
-    int mode = __atomic_load_n(&t->proc->kmode, __ATOMIC_RELAXED);
-    if (mode == KMODE_THREAD)
-      return NET_TRY;
-    // (a7 is still the call's number: SYS_ASYNC set for the async form)
-    if (mode != KMODE_COROUTINE || !(t->uc.x[REG_A7] & SYS_ASYNC))
-      return NET_SPIN;
-    *busy_wq = sock_waitq(sa->sock);
+  if (sysargs_in_trap(t, sa) &&
+      __atomic_load_n(&t->proc->kmode, __ATOMIC_RELAXED) == KMODE_THREAD)
     return NET_TRY;
-  }
-  *slot = syswork_net_slot();
-  return *slot ? NET_QUEUE : NET_SPIN;
+  return NET_SPIN;
 }
 
 // recv and send share their checks and their waiting.
@@ -176,19 +155,12 @@ static long transfer(struct thread *t, struct sysargs *sa, int may_block, int is
     return 0;
   if (!user_range_ok(p, sa->a[1], (uint64_t)n, is_send ? PTE_R : PTE_W))
     return -EFAULT;
-  struct sock_async **slot;
-  struct waitq *busy_wq;
-  enum net_wait how = lock_wait(t, sa, may_block, &slot, &busy_wq);
+  enum net_wait how = lock_wait(t, sa, may_block);
   for (;;) {
-    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, how, slot)
-                     : sock_recv(s, p->pagetable, sa->a[1], n, how, slot);
-    if (r == SOCK_LOCK_BUSY || r == SOCK_QUEUED) {
-      // SOCK_QUEUED: the worker waits for the lock's holder to wake it
-      // (syswork.c, attempt). SOCK_LOCK_BUSY (NET_TRY, in the trap): in
-      // KMODE_THREAD nothing named to wait for, so a stackful coroutine
-      // takes the call; in KMODE_COROUTINE the socket's queue, so a
-      // stackless worker does, and tries again at once.
-      sa->wq = r == SOCK_LOCK_BUSY ? busy_wq : 0;
+    long r = is_send ? sock_send(s, p->pagetable, sa->a[1], n, how)
+                     : sock_recv(s, p->pagetable, sa->a[1], n, how);
+    if (r == SOCK_LOCK_BUSY) {   // (NET_TRY, in the trap)
+      sa->wq = 0;                // nothing named to wait for: a stackful coroutine
       sa->deadline = 0;
       return WOULD_BLOCK;
     }

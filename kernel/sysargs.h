@@ -113,12 +113,6 @@ void syswork_unpark(struct thread *t, struct sysargs *sa);
 void syswork_drain(void);
 // Exit: end every async pipe read of p still parked (kernel/syswork.c).
 void syswork_cancel_parked(struct proc *p);
-// The record in which the stackless kernel coroutine this hart runs keeps a
-// recv or send it queues behind the network lock's holder (net/socket.h,
-// NET_QUEUE), or NULL if this hart runs no such coroutine (a trap, a
-// stackful coroutine, the poller: they spin or sleep instead).
-struct sock_async;
-struct sock_async **syswork_net_slot(void);
 // How many call attempts p's polling kernel thread has made (KMODE_POLLER).
 uint64_t syswork_poller_attempts(struct proc *p);
 #endif

@@ -400,8 +400,6 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return sock_tcp_pcbs();
   case KSTAT_NET_TIMER_RUNS:
     return (long)net_timer_runs();
-  case KSTAT_NET_QUEUED:
-    return (long)sock_queued();
   case KSTAT_TCP_HASH_BAD:
     return sock_tcp_hash_bad();
   case KSTAT_TIMERS:

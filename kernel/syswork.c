@@ -33,7 +33,6 @@
 #include "hart.h"
 #include "riscv.h"
 #include "trace.h"
-#include "socket.h"
 
 struct worker {                // (syswork_start sets every field: keep it in step)
   struct async_worker link;  // async, own coroutine: on p->async_workers while it runs
@@ -56,13 +55,7 @@ struct worker {                // (syswork_start sets every field: keep it in st
       struct worker *timed_next; // on its timed list: calls with a deadline
       struct worker *woken_next; // on its woken stack, pushed by notify_poller
                                  // (lock-free: a wake may come from an interrupt)
-      union {
-        long result;             // when over: finished while on the woken stack
-        // KMODE_COROUTINE: the recv or send this worker queued behind the
-        // network lock's holder, if it ever had to (net/socket.h, NET_QUEUE;
-        // syswork_net_slot). Freed when the call is over.
-        struct sock_async *net_req;
-      };
+      long result;               // when over: finished while on the woken stack
     };
     struct {                     // KMODE_COROUTINE: an async pipe read, parked (below);
       struct pipe_reader pr;     // of the rest, only t, p and cid are set
@@ -207,9 +200,7 @@ static long attempt(struct worker *w, cid_t waker) {
       timer_add(w->sa.deadline, waker);
       w->timer_set = w->sa.deadline;
     }
-    // A request queued behind the network lock's holder, who wakes us once
-    // it has run (NET_QUEUE): nothing else to wait for.
-    if (w->sa.wq == w->registered || (!w->sa.wq && !w->sa.deadline))
+    if (w->sa.wq == w->registered)
       return WOULD_BLOCK;
     unregister(w);               // a different queue than last time: move, then retry
     waitq_add(w->sa.wq, &w->waiter, waker);
@@ -233,11 +224,6 @@ static int publish_worker(struct worker *w) {
 
 static int stackless_poll(void *arg) {
   struct worker *w = arg;
-  // Its network request, queued behind the lock's holder, has not run yet:
-  // a wake by something else (the socket, an exit) must wait for it, since
-  // the request stays in the lock's queue until the holder reaches it.
-  if (w->net_req && sock_async_waiting(w->net_req))
-    return CO_PENDING;
   long r = attempt(w, kco_current());
   if (r == WOULD_BLOCK && !w->cid && w->t->worker != kco_current() && publish_worker(w))
     r = attempt(w, kco_current());     // -EINTR
@@ -255,17 +241,8 @@ static int stackless_poll(void *arg) {
     return CO_PENDING;
   if (w->link.kcid)
     proc_async_unregister(w->p, &w->link);
-  if (w->net_req) {
-    sock_async_free(w->net_req);   // (it has run: checked above, and r is over)
-    w->net_req = 0;
-  }
   finish(w, r);
   return CO_DONE;
-}
-
-struct sock_async **syswork_net_slot(void) {
-  struct co *c = this_hart()->cur;
-  return c && c->poll == stackless_poll ? &((struct worker *)c->arg)->net_req : 0;
 }
 
 // ---- KMODE_COROUTINE, synchronous calls: parked, with no coroutine ----
@@ -684,7 +661,7 @@ int syswork_start(struct thread *t, struct sysargs *sa, cid_t cid, uint32_t prio
   w->next = 0;
   w->pprev = 0;
   w->timed_next = w->woken_next = 0;
-  w->result = 0;                 // (net_req: the same word)
+  w->result = 0;
   int stackless_ok = sa->wq || sa->deadline;
   int64_t kcid = 0;
   if (!stackless_ok || mode == KMODE_THREAD || (mode == KMODE_POLLER && !cid))

@@ -36,9 +36,7 @@ int net_started(void);
 //                 its work to somewhere it may sleep (a KMODE_THREAD system
 //                 call's first attempt, to a stackful kernel coroutine:
 //                 kernel/sys_net.c);
-//      NET_SPIN   the caller spins on its request;
-//      NET_QUEUE  only for sock_recv and sock_send (net/socket.h), which
-//                 queue the request with net_submit; to net_run, NET_SPIN.
+//      NET_SPIN   the caller spins on its request.
 //    1 once fn has run.
 //  - net_submit/net_poll: the same for a stackless coroutine: 1 if fn has
 //    run; 0: return CO_PENDING, and when woken call net_poll (1 once fn has
@@ -51,15 +49,14 @@ struct net_req {
 };
 void net_lock(void);
 void net_unlock(void);
-enum net_wait { NET_SPIN, NET_BLOCK, NET_TRY, NET_QUEUE };
+enum net_wait { NET_SPIN, NET_BLOCK, NET_TRY };
 int net_run(void (*fn)(void *), void *arg, enum net_wait how);
 int net_submit(struct net_req *r, void (*fn)(void *), void *arg);
 int net_poll(struct net_req *r);
 void net_lock_use_spinlock(int on);  // bootargs netlock=spin: a plain spinlock, as before
 int net_lock_is_spinlock(void);
-// bootargs netlock=busy (tests): every NET_TRY reports the lock held, and
-// every net_submit waits in the queue (0, then a wake), so that every recv
-// and send takes the way around a held lock.
+// bootargs netlock=busy (tests): every NET_TRY reports the lock held, so that
+// every recv and send that tries takes the way around it.
 void net_lock_tries_fail(int on);
 // bootargs netlock=nohandoff (for comparison): NET_TRY spins as NET_SPIN, as
 // every system call's attempt did before it could wait elsewhere.

@@ -18,8 +18,7 @@
 //
 // The bootarg netlock=spin makes it the spinlock it was before (kept for
 // comparison: make bench-netlock runs both); netlock=busy makes every try
-// fail and every submit wait in the queue (behind its own caller), so that
-// tests take the way around a held lock on every call; and
+// fail, so that tests take the way around a held lock on every call; and
 // netlock=nohandoff makes tries spin as they did before (for comparison).
 #include "net.h"
 #include "hart.h"
@@ -123,16 +122,6 @@ int net_submit(struct net_req *r, void (*fn)(void *), void *arg) {
     fn(arg);
     net_unlock();
     return 1;
-  }
-  if (tries_fail) {
-    // netlock=busy: the lock is "held" here too, by this very caller, so
-    // that the request always waits in the queue: the release runs it and
-    // wakes the caller, who then polls (the path a real holder on another
-    // hart makes a caller take, now on every submit).
-    net_lock();
-    int ran = ces_submit(&mx, &r->node, section, r);
-    net_unlock();
-    return ran;
   }
   return ces_submit(&mx, &r->node, section, r);
 }

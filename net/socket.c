@@ -398,79 +398,16 @@ static int recv_finds_nothing(struct socket *s) {
          __atomic_load_n(&s->pcb, __ATOMIC_RELAXED);
 }
 
-// A stackless caller's transfer, queued behind the lock's holder (NET_QUEUE
-// in socket.h). Under contention on two harts the caller used to spin on its
-// request instead: matrixd KCUC's closed loop spent about a sixth of its
-// instructions there (scripts/profile-matrixd.sh), while its hart could have
-// run the server's own coroutines.
-struct sock_async {
-  struct net_req req;
-  struct xfer x;               // the transfer, and its result once it has run
-  int queued;                  // 1 from the queueing until the caller takes the result
-};
-
-static uint64_t queued_total;   // (sock_queued)
-
-uint64_t sock_queued(void) { return __atomic_load_n(&queued_total, __ATOMIC_RELAXED); }
-
-static long xfer_run(struct xfer *x, enum net_wait how, struct sock_async **slot) {
-  if (how != NET_QUEUE)
-    return net_run(xfer_section, x, how) ? x->r : SOCK_LOCK_BUSY;
-  // The lock free (the common case): run it here, with no record.
-  // (netlock=nohandoff makes this try spin, as every stackless caller did.)
-  if (net_run(xfer_section, x, NET_TRY))
-    return x->r;
-  struct sock_async *a = *slot;
-  if (!a && !(a = *slot = kmalloc(sizeof *a)))
-    return net_run(xfer_section, x, NET_SPIN) ? x->r : SOCK_LOCK_BUSY;   // no memory: spin
-  a->x = *x;
-  a->queued = 1;
-  if (!net_submit(&a->req, xfer_section, &a->x)) {
-    __atomic_fetch_add(&queued_total, 1, __ATOMIC_RELAXED);
-    return SOCK_QUEUED;
-  }
-  a->queued = 0;               // (the lock came free, or was handed to us)
-  return a->x.r;
-}
-
-int sock_async_waiting(struct sock_async *a) { return a->queued && !net_poll(&a->req); }
-
-// The call again after a wake: the queued transfer's result (once), or still
-// SOCK_QUEUED. Looked at before anything else: a receive that has run may
-// have emptied the socket, which would send a fresh look to -EAGAIN.
-static int queued_result(enum net_wait how, struct sock_async **slot, long *r) {
-  struct sock_async *a = how == NET_QUEUE ? *slot : 0;
-  if (!a || !a->queued)
-    return 0;
-  if (sock_async_waiting(a)) {
-    *r = SOCK_QUEUED;          // (woken by something else meanwhile)
-    return 1;
-  }
-  a->queued = 0;
-  *r = a->x.r;
-  return 1;
-}
-
-void sock_async_free(struct sock_async *a) { kfree(a); }
-
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how,
-               struct sock_async **slot) {
-  long r;
-  if (queued_result(how, slot, &r))
-    return r;
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how) {
   if (recv_finds_nothing(s))
     return -EAGAIN;
   struct xfer x = { 0, s, pt, uva, n, 0 };
-  return xfer_run(&x, how, slot);
+  return net_run(xfer_section, &x, how) ? x.r : SOCK_LOCK_BUSY;
 }
 
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how,
-               struct sock_async **slot) {
-  long r;
-  if (queued_result(how, slot, &r))
-    return r;
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how) {
   struct xfer x = { 1, s, pt, uva, n, 0 };
-  return xfer_run(&x, how, slot);
+  return net_run(xfer_section, &x, how) ? x.r : SOCK_LOCK_BUSY;
 }
 
 int sock_shutdown(struct socket *s, int how) {
@@ -672,9 +609,7 @@ static void print_stats(stats_out_fn *out) {
     return;
   struct sock_stats ss;
   sock_get_stats(&ss);
-  out("     sockets %d, tcp pcbs %d; accepted %lu, refused %lu, reset %lu; bytes in %lu, out %lu; "
-      "transfers queued behind the lock %lu\n",
-      sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out,
-      sock_queued());
+  out("     sockets %d, tcp pcbs %d; accepted %lu, refused %lu, reset %lu; bytes in %lu, out %lu\n",
+      sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out);
 }
 STATS_SOURCE(42, "net", print_stats);

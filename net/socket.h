@@ -39,27 +39,9 @@ int sock_refuse(struct socket *s);
 // -ECONNRESET... send: bytes queued (at least 1), -EAGAIN, -EPIPE, -ECONNRESET...
 // how: what the caller does if the network lock is held (net_run in
 // net/net.h); with NET_TRY the result may be SOCK_LOCK_BUSY: nothing was done.
-//
-// NET_QUEUE (a stackless kernel coroutine, which cannot sleep inside the
-// call): if the lock is held, the transfer goes into the lock's queue as a
-// request, which the holder runs for the caller (combining), and the result is
-// SOCK_QUEUED. The caller returns CO_PENDING; the holder wakes it once the
-// request has run, on another hart (net_run's NET_BLOCK, without a stack).
-// The request lives in *slot (allocated here the first time one is queued,
-// freed by sock_async_free): the caller then calls again with the same
-// arguments and slot, and gets SOCK_QUEUED while it still waits, or the
-// transfer's result.
 #define SOCK_LOCK_BUSY (-1100)     // internal, like WOULD_BLOCK (kernel/sysargs.h)
-#define SOCK_QUEUED (-1101)        // internal: queued behind the lock's holder (NET_QUEUE)
-struct sock_async;
-long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how,
-               struct sock_async **slot);
-long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how,
-               struct sock_async **slot);
-// 1 while a queued transfer has not run yet: its caller must wait for the
-// wake whatever else happens (the request is in the lock's queue); else 0.
-int sock_async_waiting(struct sock_async *a);
-void sock_async_free(struct sock_async *a);     // (never while waiting)
+long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how);
+long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how);
 // Start a connection to ip:port (ip in host order), or report on the one
 // started: -EAGAIN while the handshake runs, then 0 (once; -EISCONN after),
 // or -ECONNREFUSED / -ETIMEDOUT (the socket is spent), -ENETUNREACH, -EINVAL.
@@ -82,5 +64,4 @@ struct sock_stats {
   uint64_t bytes_in, bytes_out;
 };
 void sock_get_stats(struct sock_stats *st);
-uint64_t sock_queued(void);        // transfers queued behind the lock's holder (NET_QUEUE), so far
 #endif

@@ -203,13 +203,11 @@ user_suite() {   # user_suite PREFIX
   done
   user_prog "$prefix" "conntest-netlock-spin-smp2" 2 conntest netlock=spin
   # every try of the lock failing (bootargs netlock=busy), so that every recv
-  # and send a KMODE_THREAD call tries goes on in a stackful kernel coroutine,
-  # and every one of a KMODE_COROUTINE async call in a stackless one that
-  # queues it behind the lock's holder and is woken from there (what such
-  # calls do when they find the lock held: kernel/sys_net.c); conntest
-  # checks that they were queued
-  user_prog "$prefix" "socktest-netlock-busy-smp2" 2 socktest netlock=busy
-  user_prog "$prefix" "conntest-netlock-busy-smp2" 2 conntest,busy netlock=busy
+  # and send a KMODE_THREAD call tries goes on in a stackful kernel coroutine
+  # (what such a call does when it finds the lock held: kernel/sys_net.c)
+  for prog in socktest conntest; do
+    user_prog "$prefix" "$prog-netlock-busy-smp2" 2 $prog netlock=busy
+  done
   # async calls served by the other kernel modes: stackful kernel coroutines
   # (KMODE_THREAD) and the per-process polling thread (KMODE_POLLER)
   for kmode in 1 2; do
