@@ -6,7 +6,8 @@
 #      bench-cost's and bench-flat's reports and the trace converter on fixtures;
 #      hw/ (RTL lint, differential test against
 #      kernel/nmodel.c, planted bugs: scripts/hw-test.sh)
-#   2. kernel tests inside QEMU on 1, 2, 4 and 8 harts (tests/kernel/, bootargs test=all)
+#   2. kernel tests inside QEMU on 1, 2, 4 and 8 harts (tests/kernel/, bootargs test=all;
+#      the KTEST_GUEST_TIME ones by name, under -icount)
 #   3. boot matrix: 1..8 harts, 128 MiB..2 GiB, and bootargs harts=N; the banner must report them;
 #      the SBI timer fallback (a CPU without Sstc); the console monitor over the UART
 #   4. kernel fault report: registers and a backtrace, then a failure shutdown
@@ -153,10 +154,20 @@ if [ $rc -eq 1 ] && grep -q "^KTEST FAIL no-such-test" "$log" && grep -q "^  sta
 else
   fail "kernel/unknown-test-name-fails-and-lists" "want status 1 and the list of tests, got status $rc (see $log)"
 fi
-# ... and a timing-tolerant test still catches what it is for: with the
-# periodic tick kept on idle harts (bootargs idle_tick=1), idle_harts_take_no_ticks fails
+# The tests whose verdict would depend on how the host runs the vCPUs
+# (KTEST_GUEST_TIME in tests/kernel/ktest.h; test=all leaves them out) run
+# under -icount, where time is the guest's instructions, on 1, 2, 4 and 8 harts
+for smp in 1 2 4 8; do
+  log=$LOGS/ktest-icount-smp$smp.log
+  QEMU_EXTRA="-icount shift=0,sleep=off" run_qemu "$log" "$smp" 128M "test=idle_harts_take_no_ticks"
+  tally "kernel-icount-smp$smp/" "$log" "KTEST PASS " "KTEST FAIL "
+  grep -q "^KTEST DONE passed=1 failed=0" "$log" ||
+    fail "kernel-icount-smp$smp/run" "no passing KTEST DONE line (see $log)"
+done
+# ... and such a test still catches what it is for: with the periodic tick
+# kept on idle harts (bootargs idle_tick=1), idle_harts_take_no_ticks fails
 log=$LOGS/ktest-idle-tick-kept.log
-run_qemu "$log" 2 128M "idle_tick=1 test=idle_harts_take_no_ticks"
+QEMU_EXTRA="-icount shift=0,sleep=off" run_qemu "$log" 2 128M "idle_tick=1 test=idle_harts_take_no_ticks"
 if grep -q "^KTEST FAIL idle_harts_take_no_ticks" "$log"; then
   pass "kernel/idle-ticks-caught-when-kept"
 else
