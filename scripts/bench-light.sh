@@ -20,7 +20,9 @@
 # median of per-round ratios and the figures over all rounds are printed
 # beside it. Each run also records where the host's cores went
 # (scripts/host/cpu-snap.sh), printed as a last table: a closed loop on two
-# harts is bounded by the host's cores, one on one hart is not.
+# harts is bounded by the host's cores, one on one hart is not; and the
+# busiest vCPU thread alone (at light load the working hart's: two harts'
+# extra host time is there, docs/results/light-stalls.md).
 #
 #   scripts/bench-light.sh   (env: BUILD, CONFIGS, MODEL, N, ROUNDS, MAX_ROUNDS,
 #                             STEAL_PCT, DURATION_S, OUT)
@@ -160,9 +162,13 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     # In cores (CPU seconds a second): the vCPU threads running, and waiting
     # for a host core; QEMU's other threads; the rest of the host (the
     # client, the host's TCP stack for a tap, anything else); the host idle.
-    cpu[$round/$name]=$(awk -v hz="$HZ" 'NR == 1 { split($0, a) } NR == 2 { d = $1 - a[1]
-      printf "%.2f %.2f %.2f %.2f %.2f", ($2 - a[2]) / hz / d, ($3 - a[3]) / 1e9 / d, ($4 - a[4]) / hz / d,
-        ($5 - a[5] - ($2 - a[2]) - ($4 - a[4])) / hz / d, ($6 - a[6]) / hz / d }' "$log.cpu")
+    # And the busiest vCPU thread alone (cpu-snap.sh's per-thread times: at
+    # light load the working hart's, whose extra time is two harts' cost).
+    cpu[$round/$name]=$(awk -v hz="$HZ" 'NR == 1 { split($0, a); for (i = 8; i <= NF; i++) { split($i, kv, "="); t0[kv[1]] = kv[2] } }
+      NR == 2 { d = $1 - a[1]; m = "-"
+      for (i = 8; i <= NF; i++) { split($i, kv, "="); v = (kv[2] - t0[kv[1]]) / 1e9 / d; if (m == "-" || v > m) m = v }
+      printf "%.2f %.2f %.2f %.2f %.2f %s", ($2 - a[2]) / hz / d, ($3 - a[3]) / 1e9 / d, ($4 - a[4]) / hz / d,
+        ($5 - a[5] - ($2 - a[2]) - ($4 - a[4])) / hz / d, ($6 - a[6]) / hz / d, m == "-" ? m : sprintf("%.3f", m) }' "$log.cpu")
     [ "${steal[$round/$name]}" -gt "$steal_max_ms" ] && stolen=1
   done
   [ "$complete" = 1 ] || continue
@@ -324,12 +330,12 @@ pooled_rows() {
   echo
   per=""
   [ "$LOAD" = closed ] && per=" req/s per vCPU core | over $base_word, median of rounds (range) |"
-  echo "| configuration | vCPU threads running | vCPU threads waiting for a core | QEMU's other threads | rest of the host | host idle |$per"
-  echo "|---|---|---|---|---|---|$([ -n "$per" ] && echo '---|---|')"
+  echo "| configuration | vCPU threads running | vCPU threads waiting for a core | QEMU's other threads | rest of the host | host idle | busiest vCPU thread running |$per"
+  echo "|---|---|---|---|---|---|---|$([ -n "$per" ] && echo '---|---|')"
   for c in "${configs[@]}"; do
     parse_config "$c"
     row="| $name |"
-    for i in 1 2 3 4 5; do
+    for i in 1 2 3 4 5 6; do
       row+=" $(for r in "${calm[@]}"; do awk -v i=$i '{ print $i }' <<< "${cpu[$r/$name]:-}"; done | median) |"
     done
     if [ -n "$per" ]; then
