@@ -286,6 +286,16 @@ user_suite() {   # user_suite PREFIX
 
 WANT_UINTR=emulated user_suite ""
 
+# fencecost (what a fence and an atomic cost the host under QEMU: a
+# diagnostic, its figures wall-clock) runs and reports every kind
+log=$LOGS/fencecost.log
+run_qemu "$log" 2 128M "user=fencecost"
+if [ "$(tr -d '\r' < "$log" | grep -c '^BENCH name=fencecost_[a-z_]* value=[0-9.]* unit=ns$')" = 7 ]; then
+  pass "fencecost/reports"
+else
+  fail "fencecost/reports" "want 7 BENCH lines (see $log)"
+fi
+
 # ---- the scheduler trace in the kernel (tests/trace/test-ktrace.sh): prodcons
 #      traced from boot (nesting, order, no record lost, the consumer and the
 #      producer alternate), a ring that overflows (counted and reported), and
