@@ -285,16 +285,6 @@ static void active_main(void *arg) {
     cops_wake(main_cid);
 }
 
-static void sort(uint64_t *v, int n) {   // Shell sort: a few thousand values, once
-  for (int gap = n / 2; gap > 0; gap /= 2)
-    for (int i = gap; i < n; i++)
-      for (int j = i; j >= gap && v[j - gap] > v[j]; j -= gap) {
-        uint64_t t = v[j];
-        v[j] = v[j - gap];
-        v[j - gap] = t;
-      }
-}
-
 // The active connections for the length of the hold; prints their latencies.
 static void active_phase(void) {
   int per = (int)(holding / ACTIVE_MS) + 1;
@@ -314,7 +304,7 @@ static void active_phase(void) {
     }
   while (active_done < nactive)
     cops_block();
-  sort(lat, nlat);
+  sort_u64(lat, nlat);
 #define PCT(p) (nlat ? (long)(lat[(nlat - 1) * (p) / 100] / TICKS_PER_US) : -1L)
   printf("burst: active conns=%d beside=%d answered=%d wrong=%d errors=%d p50_us=%ld p90_us=%ld "
          "p99_us=%ld max_us=%ld max_sent_at_ms=%ld\n", nactive, nheld, nlat, active_wrong,

@@ -28,15 +28,6 @@ static uint64_t per_iteration(uint64_t ticks) {
     per_iteration(rdtime() - t0_);                                             \
   })
 
-static void sort(uint64_t *v, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      uint64_t t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-}
-
 int main(void) {
   enum { NOP, FULL, ACQ, REL, AMO, LRSC, PLAIN, NKINDS };
   static const char *names[NKINDS] = { "nop", "fence_rw_rw", "fence_r_rw", "fence_rw_w",
@@ -57,7 +48,7 @@ int main(void) {
   printf("fencecost: %d harts, ns per iteration of a loop (median of %d runs of %ld)\n",
          (int)kstat(KSTAT_HARTS), REPS, N);
   for (int k = 0; k < NKINDS; k++) {
-    sort(t[k], REPS);
+    sort_u64(t[k], REPS);
     uint64_t m = t[k][REPS / 2];
     printf("BENCH name=fencecost_%s value=%lu.%03lu unit=ns\n", names[k], m / 1000, m % 1000);
   }

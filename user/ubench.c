@@ -196,15 +196,6 @@ static void remote_spinner(void *arg) {
   }
 }
 
-static void sort(uint64_t *v, int n) {     // insertion sort: a hundred or so values
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      uint64_t x = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = x;
-    }
-}
-
 static void bench_remote_delivery(void) {
   if (REMOTE_ROUNDS > (int)(sizeof remote_sample / sizeof remote_sample[0])) {
     printf("ubench: remote_delivery: at most %d rounds\n", (int)(sizeof remote_sample / sizeof remote_sample[0]) * 20);
@@ -228,8 +219,8 @@ static void bench_remote_delivery(void) {
     write(rp2[1], "x", 1);
     read(done[0], &c, 1);
   }
-  sort(remote_sample, REMOTE_ROUNDS);
-  sort(remote_latency, REMOTE_ROUNDS);
+  sort_u64(remote_sample, REMOTE_ROUNDS);
+  sort_u64(remote_latency, REMOTE_ROUNDS);
   printf("ubench: remote delivery over %d rounds (sender's post %lu): post -> handler min %lu, "
          "median %lu, max %lu; receiver's last reading -> handler, plus the post: min %lu, "
          "median %lu, max %lu\n",

@@ -78,6 +78,7 @@ void *memmove(void *dst, const void *src, size_t n);
 int memcmp(const void *a, const void *b, size_t n);
 int atoi(const char *s);
 long atol(const char *s);
+void sort_u64(uint64_t *v, long n);   // ascending, in place (benchmarks' samples)
 
 // ---- formatted output (printf.c) ----
 // Formats: %d %i %u %x %X %ld %lu %lx %p %s %c %%, with a width and the 0 and -
