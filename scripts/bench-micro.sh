@@ -104,6 +104,7 @@ full=$(value yield_resume_fullsave)
       user_switch_stackful_cacs) what="user: one switch between two stackful coroutines (CACS) through the user executor (each a loop that counts a shared turn down around cops_yield)" ;;
       user_pipe_write_1byte) what="user: a one-byte pipe write nobody waits for (subtracted from the next row)" ;;
       user_async_roundtrip) what="user: async read submitted (parks on the pipe) -> the writer completes it -> ring -> emulated user interrupt -> handler -> wake -> resume" ;;
+      user_async_first_roundtrip) what="user: the same, the thread's first async call (the runtime turns user interrupts on and makes the call's operation-table entry; not counted in the row above)" ;;
       uintr_delivery_local_emulated) what="user interrupt delivery on one hart, emulated: from the kernel's post (uintr_post) to the first instruction of the handler's C function (through the switch back to the process, the injection, and the entry's 17 register saves)" ;;
       uintr_delivery_local_native) what="the same on native N: the hardware enters the handler" ;;
       uintr_delivery_remote_emulated) what="delivery to a thread spinning in U-mode on the other hart (-smp 2), emulated: from the sender's post (uintr_post: USIP and an SBI IPI) to the receiver's handler's first C instruction, on QEMU's global instruction clock (see the notes); minimum of 101 rounds" ;;
