@@ -177,6 +177,8 @@ part_done kernel
 
 # ---- 2b. user programs that test the system from user space, on 1 and 2 harts:
 #      usertests (every system call with bad input, faults, kills, leaks),
+#      sysfuzz (random system calls from fixed seeds: each child ends as its
+#      seed says or is killed by a watchdog, and nothing leaks),
 #      coptest (the COPS API on the vDSO executor), asynctest (async calls,
 #      completion ring, user interrupts), threadtest, socktest, conntest
 #      (connect and loopback), priotest,
@@ -199,7 +201,7 @@ user_prog() {
 
 user_suite() {   # user_suite PREFIX
   local prefix=$1 prog smp kmode
-  for prog in usertests coptest asynctest threadtest socktest conntest; do
+  for prog in usertests sysfuzz coptest asynctest threadtest socktest conntest; do
     for smp in 1 2; do
       user_prog "$prefix" "$prog-smp$smp" $smp $prog
     done
