@@ -1,7 +1,8 @@
 // sysfuzz: random system calls with bad and odd arguments, from fixed seeds.
 //
 //   sysfuzz [-n CHILDREN] [-k CALLS] [-s FIRST_SEED] [-w WATCHDOG_MS]
-//   sysfuzz --child SEED CALLS      one child alone (to repeat a failure)
+//   sysfuzz [-t THREADS] ...         several fuzzing threads in each child
+//   sysfuzz --child SEED CALLS [THREADS]   one child alone (to repeat a failure)
 //
 // Each child process makes CALLS system calls drawn from its seed: every
 // number the kernel knows (and some it does not), often in the asynchronous
@@ -31,30 +32,33 @@
 
 #define SCRATCH_PAGES 16
 
-static uint64_t rng;
+// One fuzzing thread's state: its random numbers and what the kernel gave it.
+struct fz {
+  uint64_t rng;
+  long fds[32];
+  int nfds;
+  long tids[8];
+  int ntids;
+  int pipefds[2];                    // pipe() writes here (or wherever the pool says)
+};
 
-static uint64_t next(void) {       // xorshift64*
-  rng ^= rng >> 12;
-  rng ^= rng << 25;
-  rng ^= rng >> 27;
-  return rng * 0x2545F4914F6CDD1DULL;
+static uint64_t next(struct fz *f) {   // xorshift64*
+  f->rng ^= f->rng >> 12;
+  f->rng ^= f->rng << 25;
+  f->rng ^= f->rng >> 27;
+  return f->rng * 0x2545F4914F6CDD1DULL;
 }
 
-static uint64_t below(uint64_t n) { return next() % n; }
+static uint64_t below(struct fz *f, uint64_t n) { return next(f) % n; }
 
-static void seed_rng(long seed) {
-  rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(seed + 1);
+static void seed_rng(struct fz *f, long seed) {
+  f->rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(seed + 1);
   for (int i = 0; i < 4; i++)
-    (void)next();
+    (void)next(f);
 }
 
-// ---- the child's state: what the kernel gave it, and what it checks ----
-static long fds[32];
-static int nfds;
-static long tids[8];
-static int ntids;
+// ---- the child's state that all its threads share, and what it checks ----
 static uint64_t scratch;            // SCRATCH_PAGES of heap, never touched by the child itself
-static int pipefds[2];               // pipe() writes here (or wherever the pool says)
 static const uint64_t canary[512] __attribute__((aligned(4096))) = { 0x5afe, 0xc0ffee, 42 };
 static uint64_t vvar_timebase;
 
@@ -78,116 +82,116 @@ static long raw(uint64_t nr, long a0, long a1, long a2, long a3, long a4, long a
   return r0;
 }
 
-static void keep_fd(long fd) {
+static void keep_fd(struct fz *f, long fd) {
   if (fd >= 0)
-    fds[nfds++ % 32] = fd;
+    f->fds[f->nfds++ % 32] = fd;
 }
 
-static long pick_fd(void) {
-  switch (below(10)) {
+static long pick_fd(struct fz *f) {
+  switch (below(f, 10)) {
   case 0: case 1: case 2: case 3:
-    return nfds ? fds[below(nfds < 32 ? nfds : 32)] : 0;
-  case 4: return (long)below(8);
+    return f->nfds ? f->fds[below(f, f->nfds < 32 ? f->nfds : 32)] : 0;
+  case 4: return (long)below(f, 8);
   case 5: return -1;
-  case 6: return NOFILE - 1 + (long)below(3);
-  case 7: return (long)1 << (31 + below(30));
-  case 8: return -(long)below(1UL << 31);
-  default: return (long)(uint32_t)next();
+  case 6: return NOFILE - 1 + (long)below(f, 3);
+  case 7: return (long)1 << (31 + below(f, 30));
+  case 8: return -(long)below(f, 1UL << 31);
+  default: return (long)(uint32_t)next(f);
   }
 }
 
 // Somewhere in user space the kernel may read from, or may not.
-static long pick_src(void) {
-  switch (below(14)) {
+static long pick_src(struct fz *f) {
+  switch (below(f, 14)) {
   case 0: case 1: case 2: case 3:
-    return (long)(scratch + below(SCRATCH_PAGES * 4096));
+    return (long)(scratch + below(f, SCRATCH_PAGES * 4096));
   case 4: return 0;
   case 5: return 0x80200000L;                  // the kernel's image
   case 6: return (long)canary;
   case 7: return (long)USER_VVAR;
   case 8: return (long)_start;
   case 9: return (long)(scratch + SCRATCH_PAGES * 4096 * 64);   // past the break
-  case 10: return (long)USER_RING + (long)below(4096);
-  case 11: return -1 - (long)below(4096);
-  case 12: return (long)1 << (38 + below(20));
-  default: return (long)(USER_STACK_TOP - below(64));
+  case 10: return (long)USER_RING + (long)below(f, 4096);
+  case 11: return -1 - (long)below(f, 4096);
+  case 12: return (long)1 << (38 + below(f, 20));
+  default: return (long)(USER_STACK_TOP - below(f, 64));
   }
 }
 
 // Somewhere the kernel may write to: the scratch pages, or places it must
 // refuse (read-only, unmapped, the kernel's), or the completion ring, which is
 // the process's to scribble on and the kernel's to survive.
-static long pick_dst(void) {
-  switch (below(13)) {
+static long pick_dst(struct fz *f) {
+  switch (below(f, 13)) {
   case 0: case 1: case 2: case 3: case 4:
-    return (long)(scratch + below(SCRATCH_PAGES * 4096));
+    return (long)(scratch + below(f, SCRATCH_PAGES * 4096));
   case 5: return 0;
   case 6: return 0x80200000L;
-  case 7: return (long)canary + (long)below(4096);
-  case 8: return (long)USER_VVAR + (long)below(4096);
-  case 9: return (long)_start + (long)below(256);
+  case 7: return (long)canary + (long)below(f, 4096);
+  case 8: return (long)USER_VVAR + (long)below(f, 4096);
+  case 9: return (long)_start + (long)below(f, 256);
   case 10: return (long)(scratch + SCRATCH_PAGES * 4096 * 64);
-  case 11: return (long)USER_RING + (long)below(4096);
-  default: return -1 - (long)below(4096);
+  case 11: return (long)USER_RING + (long)below(f, 4096);
+  default: return -1 - (long)below(f, 4096);
   }
 }
 
-static long pick_len(void) {
-  switch (below(10)) {
+static long pick_len(struct fz *f) {
+  switch (below(f, 10)) {
   case 0: return 0;
   case 1: return 1;
-  case 2: case 3: return (long)below(200);
-  case 4: return 4095 + (long)below(3);
+  case 2: case 3: return (long)below(f, 200);
+  case 4: return 4095 + (long)below(f, 3);
   case 5: return 65536;
   case 6: return -1;
   case 7: return (long)1 << 40;
   case 8: return -(long)(1UL << 62);
-  default: return (long)below(SCRATCH_PAGES * 4096);
+  default: return (long)below(f, SCRATCH_PAGES * 4096);
   }
 }
 
-static long pick_int(void) {
+static long pick_int(struct fz *f) {
   static const long pool[] = {0, 1, -1, 2, 3, 7, 8, 80, 8080, 65535, 65536, 0x7fffffff,
                               -0x80000000L, 0x100000000L, -2};
-  return below(4) == 0 ? (long)next() : pool[below(sizeof pool / sizeof pool[0])];
+  return below(f, 4) == 0 ? (long)next(f) : pool[below(f, sizeof pool / sizeof pool[0])];
 }
 
 // A pid that is nobody's: kill must never reach the parent, init or a sibling.
-static long pick_foreign_pid(void) {
+static long pick_foreign_pid(struct fz *f) {
   static const long pool[] = {0, -1, -7, 0x7ffffff0, 0x80000000L, (long)1 << 40, -0x80000000L};
-  return pool[below(sizeof pool / sizeof pool[0])];
+  return pool[below(f, sizeof pool / sizeof pool[0])];
 }
 
-static long pick_port(void) {
+static long pick_port(struct fz *f) {
   static const long pool[] = {0, 80, 8080, 9000, 9001, 65535, 65536, -1};
-  return pool[below(sizeof pool / sizeof pool[0])];
+  return pool[below(f, sizeof pool / sizeof pool[0])];
 }
 
 // The async form's extra arguments: the caller's priority and cid.
-static void pick_async(long *prio, long *cid) {
+static void pick_async(struct fz *f, long *prio, long *cid) {
   static const long prios[] = {0, 1, 2, 4, 7, 8, 63, 64, -1};
-  *prio = prios[below(sizeof prios / sizeof prios[0])];
-  *cid = below(4) == 0 ? 0 : below(2) ? (long)below(16) + 1 : (long)next();
+  *prio = prios[below(f, sizeof prios / sizeof prios[0])];
+  *cid = below(f, 4) == 0 ? 0 : below(f, 2) ? (long)below(f, 16) + 1 : (long)next(f);
 }
 
 // One call. Calls that may wait go async 7 times in 8.
-static void one_call(void) {
+static void one_call(struct fz *f) {
   long a[6] = {0, 0, 0, 0, 0, 0};
   uint64_t nr;
   int may_wait = 0;
-  switch (below(30)) {
+  switch (below(f, 30)) {
   case 0: nr = SYS_getpid; break;
-  case 1: case 2: nr = SYS_write; may_wait = 1; a[0] = pick_fd(); a[1] = pick_src(); a[2] = pick_len(); break;
-  case 3: case 4: nr = SYS_read; may_wait = 1; a[0] = pick_fd(); a[1] = pick_dst(); a[2] = pick_len(); break;
-  case 5: nr = SYS_close; a[0] = pick_fd(); break;
+  case 1: case 2: nr = SYS_write; may_wait = 1; a[0] = pick_fd(f); a[1] = pick_src(f); a[2] = pick_len(f); break;
+  case 3: case 4: nr = SYS_read; may_wait = 1; a[0] = pick_fd(f); a[1] = pick_dst(f); a[2] = pick_len(f); break;
+  case 5: nr = SYS_close; a[0] = pick_fd(f); break;
   case 6: case 7:
     nr = SYS_pipe;
-    a[0] = below(4) ? (long)pipefds : pick_dst();
+    a[0] = below(f, 4) ? (long)f->pipefds : pick_dst(f);
     break;
   case 8:
     nr = SYS_sleep;
     may_wait = 1;
-    a[0] = below(8) ? (long)below(3) - 1 : pick_int();
+    a[0] = below(f, 8) ? (long)below(f, 3) - 1 : pick_int(f);
     break;
   case 9: nr = SYS_yield; break;
   case 10: {
@@ -196,81 +200,81 @@ static void one_call(void) {
     nr = SYS_spawn;
     // (never pick_src: just below the stack's top lie this child's own
     // argument strings, and spawn("sysfuzz") would start another fuzzer)
-    a[0] = below(2) ? (long)names[below(4)] : bad[below(5)];
-    a[1] = below(2) ? 0 : pick_src();
+    a[0] = below(f, 2) ? (long)names[below(f, 4)] : bad[below(f, 5)];
+    a[1] = below(f, 2) ? 0 : pick_src(f);
     break;
   }
-  case 11: nr = SYS_wait; may_wait = 1; a[0] = below(2) ? -1 : pick_foreign_pid(); a[1] = pick_dst(); break;
-  case 12: nr = SYS_kill; a[0] = pick_foreign_pid(); break;
+  case 11: nr = SYS_wait; may_wait = 1; a[0] = below(f, 2) ? -1 : pick_foreign_pid(f); a[1] = pick_dst(f); break;
+  case 12: nr = SYS_kill; a[0] = pick_foreign_pid(f); break;
   case 13: {
     static const long grow[] = {0, 1, 4096, 65536, 1 << 20, -4096, -(1 << 20)};
     nr = SYS_brk;
     long cur = raw(SYS_brk, 0, 0, 0, 0, 0, 0);
-    uint64_t how = below(16);
+    uint64_t how = below(f, 16);
     if (how < 8)
-      a[0] = cur + grow[below(7)];
+      a[0] = cur + grow[below(f, 7)];
     else if (how == 8)               // all the memory there is, then -ENOMEM (rare: slow)
-      a[0] = (long)USER_HEAP_MAX - (long)below(2) * 4096 + (long)below(2);
+      a[0] = (long)USER_HEAP_MAX - (long)below(f, 2) * 4096 + (long)below(f, 2);
     else if (how < 12)
       a[0] = (long)(scratch + SCRATCH_PAGES * 4096);   // back to where it began
     else
-      a[0] = pick_src();
+      a[0] = pick_src(f);
     break;
   }
   case 14: nr = SYS_uptime; break;
-  case 15: nr = SYS_kstat; a[0] = pick_int() & ~(long)KSTAT_QUIET; break;
+  case 15: nr = SYS_kstat; a[0] = pick_int(f) & ~(long)KSTAT_QUIET; break;
   case 16:
     nr = SYS_thread_create;
     a[0] = (long)sysfuzz_thread_exit;
-    a[1] = pick_int();
-    a[2] = pick_src();
+    a[1] = pick_int(f);
+    a[2] = pick_src(f);
     break;
-  case 17: nr = SYS_thread_join; a[0] = ntids && below(2) ? tids[below(ntids)] : pick_int(); a[1] = pick_dst(); break;
+  case 17: nr = SYS_thread_join; a[0] = f->ntids && below(f, 2) ? f->tids[below(f, f->ntids)] : pick_int(f); a[1] = pick_dst(f); break;
   case 18: nr = SYS_socket; break;
-  case 19: nr = SYS_bind; a[0] = pick_fd(); a[1] = pick_port(); break;
-  case 20: nr = SYS_listen; a[0] = pick_fd(); a[1] = pick_int(); break;
-  case 21: nr = SYS_accept; may_wait = 1; a[0] = pick_fd(); break;
-  case 22: nr = SYS_recv; may_wait = 1; a[0] = pick_fd(); a[1] = pick_dst(); a[2] = pick_len(); break;
-  case 23: nr = SYS_send; may_wait = 1; a[0] = pick_fd(); a[1] = pick_src(); a[2] = pick_len(); break;
-  case 24: nr = SYS_shutdown; a[0] = pick_fd(); a[1] = pick_int(); break;
-  case 25: nr = SYS_setkmode; a[0] = below(4) ? (long)below(3) : pick_int(); break;
+  case 19: nr = SYS_bind; a[0] = pick_fd(f); a[1] = pick_port(f); break;
+  case 20: nr = SYS_listen; a[0] = pick_fd(f); a[1] = pick_int(f); break;
+  case 21: nr = SYS_accept; may_wait = 1; a[0] = pick_fd(f); break;
+  case 22: nr = SYS_recv; may_wait = 1; a[0] = pick_fd(f); a[1] = pick_dst(f); a[2] = pick_len(f); break;
+  case 23: nr = SYS_send; may_wait = 1; a[0] = pick_fd(f); a[1] = pick_src(f); a[2] = pick_len(f); break;
+  case 24: nr = SYS_shutdown; a[0] = pick_fd(f); a[1] = pick_int(f); break;
+  case 25: nr = SYS_setkmode; a[0] = below(f, 4) ? (long)below(f, 3) : pick_int(f); break;
   case 26: nr = SYS_uintr_recv; break;
-  case 27: nr = SYS_dup; a[0] = pick_fd(); break;
+  case 27: nr = SYS_dup; a[0] = pick_fd(f); break;
   case 28: {
     static const long ips[] = {0x7f000001, 0, -1, 0x7f000002, 0x0a00020f};
     nr = SYS_connect;
     may_wait = 1;
-    a[0] = pick_fd();
-    a[1] = ips[below(5)];
-    a[2] = pick_port();
+    a[0] = pick_fd(f);
+    a[1] = ips[below(f, 5)];
+    a[2] = pick_port(f);
     break;
   }
   default:                          // numbers nobody gave a meaning
-    nr = below(2) ? 31 + below(100) : next();
-    a[0] = pick_int();
-    a[1] = pick_src();
+    nr = below(f, 2) ? 31U + below(f, 100) : next(f);
+    a[0] = pick_int(f);
+    a[1] = pick_src(f);
     break;
   }
   // (uwait, an async form of a call that has none, and waits for good are
   // rarer: they end a child early)
-  if (may_wait ? below(8) != 0 : below(40) == 0) {
+  if (may_wait ? below(f, 8) != 0 : below(f, 40) == 0) {
     nr |= SYS_ASYNC;
-    pick_async(&a[4], &a[5]);
-  } else if (below(5000) == 0) {
+    pick_async(f, &a[4], &a[5]);
+  } else if (below(f, 5000) == 0) {
     nr = SYS_uwait;
   }
   long r = raw(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
   if (r < 0)
     return;
-  if (nr == SYS_pipe && a[0] == (long)pipefds) {
-    keep_fd(pipefds[0]);
-    keep_fd(pipefds[1]);
+  if (nr == SYS_pipe && a[0] == (long)f->pipefds) {
+    keep_fd(f, f->pipefds[0]);
+    keep_fd(f, f->pipefds[1]);
   } else if (nr == SYS_socket || nr == SYS_dup || nr == SYS_accept) {
-    keep_fd(r);
+    keep_fd(f, r);
   } else if (nr == SYS_thread_create) {
-    tids[ntids++ % 8] = r;
-    if (ntids > 8)
-      ntids = 8;
+    f->tids[f->ntids++ % 8] = r;
+    if (f->ntids > 8)
+      f->ntids = 8;
   }
 }
 
@@ -278,22 +282,22 @@ static void one_call(void) {
 // drawing the same, knows): 0 = after all its calls, with exit(0).
 enum ending { END_DONE, END_EXIT, END_FAULT, END_BAD_ENTRY, END_UINTR_RET, END_KILL_SELF, NENDINGS };
 
-static enum ending ending_of(long seed, int *exit_status) {
-  seed_rng(seed);
-  enum ending e = below(4) ? END_DONE : (enum ending)(1 + below(NENDINGS - 1));
-  *exit_status = e == END_DONE ? 0 : e == END_EXIT ? 1 + (int)below(50) : -1;
+static enum ending ending_of(struct fz *f, long seed, int *exit_status) {
+  seed_rng(f, seed);
+  enum ending e = below(f, 4) ? END_DONE : (enum ending)(1 + below(f, NENDINGS - 1));
+  *exit_status = e == END_DONE ? 0 : e == END_EXIT ? 1 + (int)below(f, 50) : -1;
   return e;
 }
 
-static void finish(enum ending e, int status) {
+static void finish(struct fz *f, enum ending e, int status) {
   switch (e) {
   case END_FAULT:
-    *(volatile long *)(uintptr_t)pick_dst() = 1;   // (pick_dst may give scratch: then
+    *(volatile long *)(uintptr_t)pick_dst(f) = 1;   // (pick_dst may give scratch: then
     *(volatile long *)0 = 1;                        //  this one faults)
     break;
   case END_BAD_ENTRY: {
     static const long entries[] = {0, 0x80200000L, 1, (long)canary, (long)USER_VDSO + 0x800};
-    if (raw(SYS_thread_create, entries[below(5)], 0, (long)(scratch + 4096), 0, 0, 0) >= 0)
+    if (raw(SYS_thread_create, entries[below(f, 5)], 0, (long)(scratch + 4096), 0, 0, 0) >= 0)
       for (;;)                     // the new thread's fault takes the process down
         raw(SYS_yield, 0, 0, 0, 0, 0, 0);
     *(volatile long *)0 = 1;       // (refused: end as a fault does)
@@ -311,9 +315,44 @@ static void finish(enum ending e, int status) {
   exit(status);
 }
 
-static int child(long seed, int calls) {
+#define MAX_THREADS 4
+static struct fz fz_main, fz_thread[MAX_THREADS - 1];
+static char thread_stack[MAX_THREADS - 1][16384] __attribute__((aligned(16)));
+static int calls_each;
+static uint64_t canary_sum;
+
+static uint64_t sum_canary(void) {
+  uint64_t sum = 0;
+  for (int j = 0; j < 512; j++)
+    sum += ((const volatile uint64_t *)canary)[j] * (uint64_t)(j + 1);
+  return sum;
+}
+
+// (raw exits: a thread of its own has none of the runtime's state that exit() uses)
+static void fuzz_loop(struct fz *f) {
+  for (int i = 0; i < calls_each; i++) {
+    one_call(f);
+    if (sum_canary() != canary_sum)
+      raw(SYS_exit, 99, 0, 0, 0, 0, 0);
+    if (((const volatile struct vvar *)USER_VVAR)->timebase_hz != vvar_timebase)
+      raw(SYS_exit, 98, 0, 0, 0, 0, 0);
+  }
+}
+
+static void fuzz_thread(void *arg) {
+  fuzz_loop(arg);
+  for (;;)
+    raw(SYS_thread_exit, 0, 0, 0, 0, 0, 0);
+}
+
+// threads > 1: as many fuzzing threads in the process, the others each from a
+// seed of their own and a stack in .bss (brk may take the heap away). Their
+// calls race with each other's (close against read, brk against copies, exit
+// against everything), so such a run is not repeatable call for call.
+static int child(long seed, int calls, int threads) {
   int status;
-  enum ending e = ending_of(seed, &status);
+  enum ending e = ending_of(&fz_main, seed, &status);
+  calls_each = calls;
   // Nothing to the console (a write to fd 1 would print random bytes) and
   // nothing from it: the descriptors are the fuzzer's own from here on.
   for (int fd = 0; fd < 3; fd++)
@@ -323,20 +362,14 @@ static int child(long seed, int calls) {
   if (brk((void *)(scratch + SCRATCH_PAGES * 4096)) < 0)
     exit(97);
   vvar_timebase = ((const volatile struct vvar *)USER_VVAR)->timebase_hz;
-  uint64_t sum0 = 0;
-  for (int i = 0; i < 512; i++)
-    sum0 += canary[i] * (uint64_t)(i + 1);
-  for (int i = 0; i < calls; i++) {
-    one_call();
-    uint64_t sum = 0;
-    for (int j = 0; j < 512; j++)
-      sum += ((const volatile uint64_t *)canary)[j] * (uint64_t)(j + 1);
-    if (sum != sum0)
-      exit(99);
-    if (((const volatile struct vvar *)USER_VVAR)->timebase_hz != vvar_timebase)
-      exit(98);
+  canary_sum = sum_canary();
+  for (int i = 0; i + 1 < threads && i + 1 < MAX_THREADS; i++) {
+    seed_rng(&fz_thread[i], seed * MAX_THREADS + i + 1);
+    if (thread_create(fuzz_thread, &fz_thread[i], thread_stack[i] + sizeof thread_stack[0]) < 0)
+      exit(96);
   }
-  finish(e, status);
+  fuzz_loop(&fz_main);
+  finish(&fz_main, e, status);
   return 0;
 }
 
@@ -367,9 +400,9 @@ int main(int argc, char **argv) {
     sleep(atoi(argv[2]));
     return 0;
   }
-  if (argc == 4 && strcmp(argv[1], "--child") == 0)
-    return child(atoi(argv[2]), atoi(argv[3]));
-  int children = 32, calls = 300, first = 1, watchdog_ms = 2000;
+  if ((argc == 4 || argc == 5) && strcmp(argv[1], "--child") == 0)
+    return child(atoi(argv[2]), atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 1);
+  int children = 32, calls = 300, first = 1, watchdog_ms = 2000, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "-n") == 0)
       children = atoi(argv[i + 1]);
@@ -379,6 +412,8 @@ int main(int argc, char **argv) {
       first = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-w") == 0)
       watchdog_ms = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "-t") == 0)
+      threads = atoi(argv[i + 1]);
   }
   // The first socket starts the network stack, which allocates for good
   // (as in socktest): before the baseline.
@@ -387,15 +422,19 @@ int main(int argc, char **argv) {
   utest_kmalloc(&objs0, &bytes0);
   long pages0 = kstat(KSTAT_FREE_PAGES | KSTAT_QUIET), procs0 = kstat(KSTAT_NPROCS);
   long socks0 = kstat(KSTAT_SOCKETS), pcbs0 = kstat(KSTAT_TCP_PCBS);
+  long kmpages0 = kstat(KSTAT_KMALLOC_PAGES), heap0 = kstat(KSTAT_HEAP_PAGES);
+  long cos0 = kstat(KSTAT_LIVE_COROUTINES);
   int as_expected = 0, watchdogged = 0, unexpected = 0, ended[NENDINGS] = {0};
-  char seed_s[24], calls_s[24], ms_s[24];
+  char seed_s[24], calls_s[24], ms_s[24], threads_s[24];
   snprintf(calls_s, sizeof calls_s, "%d", calls);
   snprintf(ms_s, sizeof ms_s, "%d", watchdog_ms);
+  snprintf(threads_s, sizeof threads_s, "%d", threads);
   for (int s = first; s < first + children; s++) {
     int want;
-    enum ending e = ending_of(s, &want);
+    struct fz draw;
+    enum ending e = ending_of(&draw, s, &want);
     snprintf(seed_s, sizeof seed_s, "%d", s);
-    const char *const cargv[] = {"sysfuzz", "--child", seed_s, calls_s, 0};
+    const char *const cargv[] = {"sysfuzz", "--child", seed_s, calls_s, threads_s, 0};
     const char *const wargv[] = {"sysfuzz", "--sleep", ms_s, 0};
     int pid = spawn_retrying(cargv), wd = spawn_retrying(wargv);
     if (pid < 0 || wd < 0) {
@@ -429,13 +468,13 @@ int main(int argc, char **argv) {
       watchdogged++;
     } else {
       unexpected++;
-      printf("sysfuzz: seed %d ended with status %d (want %d%s); repeat: sysfuzz --child %d %d\n",
-             s, status, want, killed ? " or -1, killed by the watchdog" : "", s, calls);
+      printf("sysfuzz: seed %d ended with status %d (want %d%s); repeat: sysfuzz --child %d %d %d\n",
+             s, status, want, killed ? " or -1, killed by the watchdog" : "", s, calls, threads);
     }
   }
-  printf("sysfuzz: %d children x %d calls from seed %d: %d ended as planned (%d done, %d exit, "
+  printf("sysfuzz: %d children x %d threads x %d calls from seed %d: %d ended as planned (%d done, %d exit, "
          "%d fault, %d bad thread entry, %d uintr_ret, %d kill self), %d ended by the watchdog, "
-         "%d otherwise\n", children, calls, first, as_expected, ended[END_DONE], ended[END_EXIT],
+         "%d otherwise\n", children, threads, calls, first, as_expected, ended[END_DONE], ended[END_EXIT],
          ended[END_FAULT], ended[END_BAD_ENTRY], ended[END_UINTR_RET], ended[END_KILL_SELF],
          watchdogged, unexpected);
   check("every-child-ended-as-planned-or-by-the-watchdog", unexpected, 0);
@@ -455,5 +494,10 @@ int main(int argc, char **argv) {
   check("tcp-pcbs-back", pcbs, pcbs0);
   utest_check_kmalloc_baseline(objs0, bytes0);
   check("free-pages-back", pages, pages0);
+  if (pages != pages0)
+    printf("sysfuzz: free pages %ld (was %ld): kmalloc holds %ld pages (was %ld), heaps %ld "
+           "(was %ld); kernel coroutines %ld (was %ld)\n", pages, pages0,
+           kstat(KSTAT_KMALLOC_PAGES), kmpages0, kstat(KSTAT_HEAP_PAGES), heap0,
+           kstat(KSTAT_LIVE_COROUTINES), cos0);
   return utest_summary();
 }
