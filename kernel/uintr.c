@@ -65,7 +65,13 @@ uint64_t uintr_recv_page(struct thread *t) {
     int e = uintc_alloc();
     if (e < 0)
       return 0;                // all taken: this thread keeps uip and IPIs
-    if (uvm_map_shared(p->pagetable, va, uintc_recv_page(e), PTE_R | PTE_W) != 0) {
+    // Under vm_lock: the walk may add a page-table page, and two threads of p
+    // mapping their pages at once (their first async calls, on two harts)
+    // would each add the same one, the other's mapping and page lost.
+    spin_lock(&p->vm_lock);
+    int err = uvm_map_shared(p->pagetable, va, uintc_recv_page(e), PTE_R | PTE_W);
+    spin_unlock(&p->vm_lock);
+    if (err) {
       uintc_free(e);
       return 0;
     }
