@@ -118,7 +118,7 @@ struct proc {
   char name[MAXNAME];
   pte_t *pagetable;
   uint64_t heap_base, brk;        // brk in [heap_base, USER_HEAP_MAX]
-  struct spinlock vm_lock;        // serializes changes to the address space after exec (brk, uintr_recv)
+  struct spinlock vm_lock;        // serializes changes to a running process's address space (brk, uintr_recv)
   struct proc *parent;
   int exit_status;
   int killed;

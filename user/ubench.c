@@ -106,7 +106,7 @@ static void async_reader(void *arg) {
   char c;
   // Round trip 0 is the thread's first async call: the runtime turns on user
   // interrupts and makes the call's entry in its operation table
-  // (cops.c, async_first), about 18,000 instructions once. Its cost is a row
+  // (cops.c, async_first), about 17,000 instructions once. Its cost is a row
   // of its own, so that the round trip's row is the steady state.
   for (int i = 0; i <= N / 4; i++) {
     uint64_t t0 = instret();
