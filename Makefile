@@ -22,6 +22,8 @@
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
 #   make trace        a scheduler timeline of matrixd under the client -> build/trace/trace.json,
 #                     docs/results/trace.png (scripts/trace.sh; docs/results/trace.md)
+#   make fuzz         longer runs of user/sysfuzz.c (random system calls), 1 to 4 harts,
+#                     both backends, 1 and 4 threads a child -> docs/results/sysfuzz-runs.md
 #   make soak         MINUTES (30) of matrixd in four models at once, 128 connections and
 #                     bad input; the kernel's counters compared -> docs/results/soak.md
 #   make client       the host latency client (build/host/mclient)
@@ -106,7 +108,7 @@ QEMUOPTS += -cpu rv64,n=on
 QEMU_DEP := qemu-n
 endif
 
-.PHONY: deps qemu qemu-gdb test test-host bench bench-cost bench-conn bench-flat bench-burst bench-micro bench-smp bench-netlock eval trace soak clean client
+.PHONY: deps qemu qemu-gdb test test-host fuzz bench bench-cost bench-conn bench-flat bench-burst bench-micro bench-smp bench-netlock eval trace soak clean client
 
 # Installs what is missing; a no-op (no apt) when everything is there.
 deps:
@@ -216,6 +218,11 @@ trace: $(KERNEL) client
 # connections and bad input; counters compared at the end -> docs/results/soak.md
 soak: $(KERNEL) client
 	@MINUTES=$(or $(MINUTES),30) bash scripts/soak.sh
+
+# Longer runs of user/sysfuzz.c than make test's, in several configurations
+# (scripts/fuzz.sh): docs/results/sysfuzz-runs.md.
+fuzz: $(KERNEL) qemu-n
+	@bash scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD)
