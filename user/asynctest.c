@@ -49,15 +49,7 @@ static void test_fast_path(void) {
 // runtime's own checks do not come first; cid is the calling coroutine's,
 // except where a bad one is the point. None of them waits.
 static long raw_async(long nr, long a0, long a1, long a2, long prio, long cid) {
-  register long r_a0 __asm__("a0") = a0;
-  register long r_a1 __asm__("a1") = a1;
-  register long r_a2 __asm__("a2") = a2;
-  register long r_a4 __asm__("a4") = prio;
-  register long r_a5 __asm__("a5") = cid;
-  register long r_a7 __asm__("a7") = nr | SYS_ASYNC;
-  __asm__ volatile("ecall" : "+r"(r_a0) : "r"(r_a1), "r"(r_a2), "r"(r_a4), "r"(r_a5), "r"(r_a7)
-                   : "memory");
-  return r_a0;
+  return ecall_raw((uint64_t)nr | SYS_ASYNC, a0, a1, a2, prio, cid);
 }
 
 static void test_submit_args(void) {

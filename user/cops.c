@@ -257,15 +257,7 @@ void cops_hold_completions(int hold) {
 }
 
 static long raw_async(uint64_t nr, long a0, long a1, long a2, long prio, cid_t cid) {
-  register long r_a0 __asm__("a0") = a0;
-  register long r_a1 __asm__("a1") = a1;
-  register long r_a2 __asm__("a2") = a2;
-  register long r_a4 __asm__("a4") = prio;
-  register long r_a5 __asm__("a5") = (long)cid;
-  register long r_a7 __asm__("a7") = (long)(nr | SYS_ASYNC);
-  __asm__ volatile("ecall" : "+r"(r_a0) : "r"(r_a1), "r"(r_a2), "r"(r_a4), "r"(r_a5), "r"(r_a7)
-                   : "memory");
-  return r_a0;
+  return ecall_raw(nr | SYS_ASYNC, a0, a1, a2, prio, (long)cid);
 }
 
 // The entries of the calls the runtime refuses (cops_async_submit).

@@ -69,19 +69,6 @@ __asm__(".text\n.globl sysfuzz_thread_exit\n.balign 4\nsysfuzz_thread_exit:\n"
         "  li a0, 0\n  li a7, 17\n  ecall\n  j sysfuzz_thread_exit\n");
 _Static_assert(SYS_thread_exit == 17, "the stub's call number");
 
-static long raw(uint64_t nr, long a0, long a1, long a2, long a3, long a4, long a5) {
-  register long r0 __asm__("a0") = a0;
-  register long r1 __asm__("a1") = a1;
-  register long r2 __asm__("a2") = a2;
-  register long r3 __asm__("a3") = a3;
-  register long r4 __asm__("a4") = a4;
-  register long r5 __asm__("a5") = a5;
-  register long r7 __asm__("a7") = (long)nr;
-  __asm__ volatile("ecall" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r3), "r"(r4), "r"(r5), "r"(r7)
-                   : "memory");
-  return r0;
-}
-
 static void keep_fd(struct fz *f, long fd) {
   if (fd >= 0)
     f->fds[f->nfds++ % 32] = fd;
@@ -176,7 +163,7 @@ static void pick_async(struct fz *f, long *prio, long *cid) {
 
 // One call. Calls that may wait go async 7 times in 8.
 static void one_call(struct fz *f) {
-  long a[6] = {0, 0, 0, 0, 0, 0};
+  long a[3] = {0, 0, 0}, prio = 0, cid = 0;   // a0-a2; the async form's a4 and a5
   uint64_t nr;
   int may_wait = 0;
   switch (below(f, 30)) {
@@ -209,7 +196,7 @@ static void one_call(struct fz *f) {
   case 13: {
     static const long grow[] = {0, 1, 4096, 65536, 1 << 20, -4096, -(1 << 20)};
     nr = SYS_brk;
-    long cur = raw(SYS_brk, 0, 0, 0, 0, 0, 0);
+    long cur = ecall_raw(SYS_brk, 0, 0, 0, 0, 0);
     uint64_t how = below(f, 16);
     if (how < 8)
       a[0] = cur + grow[below(f, 7)];
@@ -259,11 +246,11 @@ static void one_call(struct fz *f) {
   // rarer: they end a child early)
   if (may_wait ? below(f, 8) != 0 : below(f, 40) == 0) {
     nr |= SYS_ASYNC;
-    pick_async(f, &a[4], &a[5]);
+    pick_async(f, &prio, &cid);
   } else if (below(f, 5000) == 0) {
     nr = SYS_uwait;
   }
-  long r = raw(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+  long r = ecall_raw(nr, a[0], a[1], a[2], prio, cid);
   if (r < 0)
     return;
   if (nr == SYS_pipe && a[0] == (long)f->pipefds) {
@@ -297,17 +284,17 @@ static void finish(struct fz *f, enum ending e, int status) {
     break;
   case END_BAD_ENTRY: {
     static const long entries[] = {0, 0x80200000L, 1, (long)canary, (long)USER_VDSO + 0x800};
-    if (raw(SYS_thread_create, entries[below(f, 5)], 0, (long)(scratch + 4096), 0, 0, 0) >= 0)
+    if (ecall_raw(SYS_thread_create, entries[below(f, 5)], 0, (long)(scratch + 4096), 0, 0) >= 0)
       for (;;)                     // the new thread's fault takes the process down
-        raw(SYS_yield, 0, 0, 0, 0, 0, 0);
+        ecall_raw(SYS_yield, 0, 0, 0, 0, 0);
     *(volatile long *)0 = 1;       // (refused: end as a fault does)
     break;
   }
   case END_UINTR_RET:
-    raw(SYS_uintr_ret, 0, 0, 0, 0, 0, 0);
+    ecall_raw(SYS_uintr_ret, 0, 0, 0, 0, 0);
     break;
   case END_KILL_SELF:
-    raw(SYS_kill, getpid(), 0, 0, 0, 0, 0);
+    ecall_raw(SYS_kill, getpid(), 0, 0, 0, 0);
     break;
   default:
     break;
@@ -333,16 +320,16 @@ static void fuzz_loop(struct fz *f) {
   for (int i = 0; i < calls_each; i++) {
     one_call(f);
     if (sum_canary() != canary_sum)
-      raw(SYS_exit, 99, 0, 0, 0, 0, 0);
+      ecall_raw(SYS_exit, 99, 0, 0, 0, 0);
     if (((const volatile struct vvar *)USER_VVAR)->timebase_hz != vvar_timebase)
-      raw(SYS_exit, 98, 0, 0, 0, 0, 0);
+      ecall_raw(SYS_exit, 98, 0, 0, 0, 0);
   }
 }
 
 static void fuzz_thread(void *arg) {
   fuzz_loop(arg);
   for (;;)
-    raw(SYS_thread_exit, 0, 0, 0, 0, 0, 0);
+    ecall_raw(SYS_thread_exit, 0, 0, 0, 0, 0);
 }
 
 // threads > 1: as many fuzzing threads in the process, the others each from a

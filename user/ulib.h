@@ -34,6 +34,21 @@ static inline uint64_t rdtime(void) {
   return t;
 }
 long kstat(int what);
+// A system call by number, for what the stubs in usys.S cannot make: the
+// async form (a7 | SYS_ASYNC, a4 = the caller's priority, a5 = its cid:
+// abi.h), and in tests numbers and arguments of any kind. The kernel keeps
+// every register but a0.
+static inline long ecall_raw(uint64_t nr, long a0, long a1, long a2, long a4, long a5) {
+  register long r_a0 __asm__("a0") = a0;
+  register long r_a1 __asm__("a1") = a1;
+  register long r_a2 __asm__("a2") = a2;
+  register long r_a4 __asm__("a4") = a4;
+  register long r_a5 __asm__("a5") = a5;
+  register long r_a7 __asm__("a7") = (long)nr;
+  __asm__ volatile("ecall" : "+r"(r_a0) : "r"(r_a1), "r"(r_a2), "r"(r_a4), "r"(r_a5), "r"(r_a7)
+                   : "memory");
+  return r_a0;
+}
 long uwait(void);
 // Raw thread calls (kernel/abi.h). Use uthread_create/uthread_join below.
 int thread_create(void (*entry)(void *), void *arg, void *stack_top);

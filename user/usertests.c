@@ -127,16 +127,10 @@ static void check_no_leaks(const char *what, const struct counters *before) {
 // ---------------------------------------------------------------------------
 // Helpers
 
-// A system call with an arbitrary number, which the stubs in usys.S cannot
-// make. The kernel preserves every register but a0 (checked below), so only
-// the argument registers need to be named.
+// A system call with an arbitrary number (ulib.h's ecall_raw; that the kernel
+// keeps every register but a0 is checked below).
 static long raw_syscall(long nr, long a0, long a1, long a2) {
-  register long r0 __asm__("a0") = a0;
-  register long r1 __asm__("a1") = a1;
-  register long r2 __asm__("a2") = a2;
-  register long r7 __asm__("a7") = nr;
-  __asm__ volatile("ecall" : "+r"(r0), "+r"(r1), "+r"(r2) : "r"(r7) : "memory");
-  return r0;
+  return ecall_raw((uint64_t)nr, a0, a1, a2, 0, 0);
 }
 
 // Loads a known value into every register the kernel might be tempted to
