@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Network tests: matrixd (user/matrixd.c) in each of the paper's four models,
-# driven from the host through QEMU's user network.
+# driven from the host through QEMU's user network (the frame fuzz: through
+# its socket backend).
 #
 # For each model (kcuc kcut ktut ktuc): boot `user=matrixd,-m,MODEL` on 2 harts
 # with a free host port forwarded to the guest's port 80, run the host client
@@ -10,7 +11,9 @@
 # paper's unframed base protocol, tests/net/badinput.py while a load runs on
 # other connections, and a 1,000-connection flood, after which the kernel must
 # be alive, matrixd must serve a fresh client and the counters must be back.
-# Then two boots with small limits (matrixd -c 4; bootargs nofile=10): the
+# Then, for each model, a boot whose network card is wired to
+# tests/net/framefuzz.py, which sends it 4,000 malformed frames (below). Then
+# two boots with small limits (matrixd -c 4; bootargs nofile=10): the
 # connections over the limit must be refused at once, none left unanswered.
 #
 # Prints "PASS net/<name>" or "FAIL net/<name>: why" per check and nothing else
@@ -80,6 +83,21 @@ idle_check() {
   fi
 }
 
+# script_results NAME STATUS OUT WHERE: a check script's "PASS x" and
+# "FAIL x: why" lines in OUT as checks NAME/x (WHERE: where to look, for the
+# failures), and a failure if it exited with STATUS != 0 without a FAIL line.
+script_results() {
+  local line rest
+  while IFS= read -r line; do
+    case "$line" in
+      "PASS "*) pass "$1/${line#PASS }" ;;
+      "FAIL "*) rest=${line#FAIL }; fail "$1/${rest%%:*}" "${rest#*: } ($(trouble)) ($4)" ;;
+    esac
+  done < "$3"
+  [ "$2" -eq 0 ] || grep -q "^FAIL " "$3" ||
+    fail "$1/run" "$(basename "$3") ended with status $2 without a FAIL line ($4)"
+}
+
 # client NAME ARGS...: run the host client against the current boot; PASS if it
 # exits 0, else FAIL with its last line. Output in $LOGS/net-NAME.client.log.
 client() {
@@ -124,15 +142,7 @@ for model in $MODELS; do
     sleep 1
     out=$LOGS/net-kcuc-badinput.log
     timeout 120 python3 tests/net/badinput.py -p "$PORT" > "$out" 2>&1
-    rc=$?
-    while IFS= read -r line; do
-      case "$line" in
-        "PASS "*) pass "kcuc/badinput/${line#PASS }" ;;
-        "FAIL "*) rest=${line#FAIL }; fail "kcuc/badinput/${rest%%:*}" "${rest#*: } (see $out)" ;;
-      esac
-    done < "$out"
-    [ $rc -eq 0 ] || grep -q "^FAIL " "$out" ||
-      fail kcuc/badinput/run "badinput.py exited with $rc without a FAIL line (see $out)"
+    script_results kcuc/badinput $? "$out" "see $out"
     if wait "$load"; then
       pass kcuc/badinput/load-unaffected
     else
@@ -215,6 +225,40 @@ limit_check() {   # NAME BOOTARGS SERVED
   [ -z "$t" ] || fail "$name/log" "$t (see $LOG)"
   halt_qemu
 }
+
+# Malformed frames (tests/net/framefuzz.py): the card is wired to the script
+# instead of QEMU's user network (QEMU's socket backend, one UDP datagram per
+# frame), and the script plays the gateway. Its checks: the guest answers before,
+# during (a ping after every batch) and after, matrixd serves an old and a new
+# connection; then here: no panic or killed process, memory back at the baseline.
+udp_port() {
+  python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+frames_check() {   # MODEL
+  local name=$1/frames qport pport out n
+  qport=$(udp_port)
+  pport=$(udp_port)
+  LOG=$LOGS/net-$1-frames.log
+  if ! QEMU_NETDEV="socket,id=net0,udp=127.0.0.1:$pport,localaddr=127.0.0.1:$qport" \
+      boot_matrixd "$LOG" 2 "user=matrixd,-m,$1"; then
+    fail "$name/boot" "no 'matrixd: baseline' line (see $LOG)"
+    halt_qemu
+    return
+  fi
+  n=$(lines idle)
+  out=$LOGS/net-$1-frames.fuzz.log
+  timeout 300 python3 tests/net/framefuzz.py --qemu "$qport" --peer "$pport" \
+    --seed 1 --frames 4000 > "$out" 2>&1
+  script_results "$name" $? "$out" "see $out and $LOG"
+  idle_check "$name/idle" "$n"
+  t=$(trouble)
+  [ -z "$t" ] || fail "$name/log" "$t (see $LOG)"
+  halt_qemu
+}
+
+for model in $MODELS; do
+  frames_check "$model"
+done
 
 if [[ " $MODELS " == *" kcuc "* ]]; then
   limit_check kcuc-limit-conns "user=matrixd,-m,kcuc,-c,4" 4
