@@ -52,8 +52,9 @@ declare -A HOST_SRCS=(
   [test_matrix_proto]="user/matrix_proto.c tests/host/test_matrix_proto.c"
   [test_nmodel]="kernel/nmodel.c tests/host/test_nmodel.c"
   [test_memcopy]="tests/host/test_memcopy.c"
+  [test_siphash]="kernel/siphash.c tests/host/test_siphash.c"
 )
-for t in test_executor test_ces test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel test_memcopy; do
+for t in test_executor test_ces test_alloc test_fdt test_elf test_initrd test_matrix_proto test_nmodel test_memcopy test_siphash; do
   bin=$BUILD/host/$t
   if ! $HOSTCC $HOSTFLAGS ${HOST_SRCS[$t]} -lpthread -o "$bin" > "$LOGS/$t.build.log" 2>&1; then
     fail "host/$t" "does not build (see $LOGS/$t.build.log)"
