@@ -418,8 +418,11 @@ static int parse_virtio(struct ctx *c) {
   return 0;
 }
 
-// /chosen bootargs; absent means "".
-static int parse_bootargs(struct ctx *c) {
+// /chosen: bootargs (absent means "") and rng-seed (absent means length 0;
+// a longer seed is cut to what struct board holds, more than any key needs).
+// A tree without /chosen has neither.
+static int parse_chosen(struct ctx *c) {
+  struct fdt_prop p;
   const char *s;
   int chosen = fdt_path_offset(&c->f, "/chosen"), r;
   size_t len;
@@ -430,14 +433,21 @@ static int parse_bootargs(struct ctx *c) {
   if (chosen < 0)
     return fail_fdt(c, "/chosen", chosen);
   r = fdt_getprop_str(&c->f, chosen, "bootargs", &s);
-  if (r == FDT_ERR_NOTFOUND)
-    return 0;
-  if (r < 0)
+  if (r < 0 && r != FDT_ERR_NOTFOUND)
     return fail_fdt(c, "/chosen bootargs", r);
-  len = strlen(s);
-  if (len >= BOARD_BOOTARGS_MAX)
-    return fail_hex(c, "bootargs too long, bytes:", len);
-  memcpy(c->b->bootargs, s, len + 1);
+  if (r == 0) {
+    len = strlen(s);
+    if (len >= BOARD_BOOTARGS_MAX)
+      return fail_hex(c, "bootargs too long, bytes:", len);
+    memcpy(c->b->bootargs, s, len + 1);
+  }
+  r = fdt_getprop(&c->f, chosen, "rng-seed", &p);
+  if (r < 0 && r != FDT_ERR_NOTFOUND)
+    return fail_fdt(c, "/chosen rng-seed", r);
+  if (r == 0) {
+    c->b->rng_seed_len = p.len < BOARD_RNG_SEED_MAX ? p.len : BOARD_RNG_SEED_MAX;
+    memcpy(c->b->rng_seed, p.val, c->b->rng_seed_len);
+  }
   return 0;
 }
 
@@ -486,7 +496,7 @@ int board_parse(const void *dtb, struct board *b, char *err, size_t errlen) {
   if (parse_memory(&c) < 0 || parse_harts(&c) < 0 || parse_uart(&c) < 0 ||
       parse_plic(&c) < 0 || parse_virtio(&c) < 0 || parse_finisher(&c) < 0 ||
       parse_uintc(&c) < 0 ||
-      parse_bootargs(&c) < 0)
+      parse_chosen(&c) < 0)
     return -1;
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #define BOARD_MAX_VIRTIO 16
 #define BOARD_BOOTARGS_MAX 256
+#define BOARD_RNG_SEED_MAX 64
 
 struct mmio_dev {
   uint64_t base, size;
@@ -41,6 +42,11 @@ struct board {
   uint32_t uintc_entries;       // its receiver entries ("coral,entries")
   struct mmio_dev finisher;     // "sifive,test0" (QEMU's exit-status device); size 0 if absent
   char bootargs[BOARD_BOOTARGS_MAX];        // /chosen bootargs ("" if absent)
+  // /chosen rng-seed: random bytes from whoever wrote the tree (QEMU's virt
+  // board puts 32 there, from the host's getrandom), the kernel's only source
+  // of secrets (net/isn.c). Its first BOARD_RNG_SEED_MAX bytes; length 0 if absent.
+  uint8_t rng_seed[BOARD_RNG_SEED_MAX];
+  uint32_t rng_seed_len;
 };
 
 // Parse the flattened device tree at dtb. Returns 0 on success; on failure

@@ -164,6 +164,7 @@ static void check_qemu_board(int i) {
     CHECK_EQ(b.virtio[v].irq, v + 1);
   }
   CHECK(strcmp(b.bootargs, qcfg[i].append ? qcfg[i].append : "") == 0);
+  CHECK_EQ(b.rng_seed_len, 32);          // QEMU's virt board writes a /chosen rng-seed
 }
 
 static void test_qemu_smp1_128m(void) { check_qemu_board(Q_SMP1); }
@@ -416,6 +417,7 @@ struct opts {
   bool liteuart;             // the enabled UART is LiteX's, not a 16550
   const char *bootargs;      // NULL: /chosen without bootargs
   bool bootargs_unterminated;
+  int rng_seed;              // bytes of /chosen rng-seed (byte i is 3i+1), 0: none
   int32_t sctx[16];          // out: expected S-mode context per usable hart
 };
 
@@ -473,6 +475,12 @@ static struct blob build_board(struct opts *o) {
     prop(&b, "bootargs", o->bootargs, strlen(o->bootargs));
   else if (o->bootargs)
     prop_str(&b, "bootargs", o->bootargs);
+  if (o->rng_seed) {
+    uint8_t seed[256];
+    for (int i = 0; i < o->rng_seed; i++)
+      seed[i] = (uint8_t)(3 * i + 1);
+    prop(&b, "rng-seed", seed, (size_t)o->rng_seed);
+  }
   end(&b);
 
   if (!o->no_memory) {
@@ -648,6 +656,7 @@ static void test_handbuilt_board(void) {
     CHECK_EQ(b.virtio[v].irq, 1 + v);
   }
   CHECK(strcmp(b.bootargs, "console=ttyS0 quiet") == 0);
+  CHECK_EQ(b.rng_seed_len, 0);                    // none in this tree
   free(t.p);
 }
 
@@ -681,6 +690,21 @@ static void test_handbuilt_variants(void) {
   for (int h = 5; h < BOARD_MAX_HARTS; h++)
     CHECK_EQ(b.plic_sctx[h], -1);
   free(t.p);
+
+  // /chosen rng-seed: its bytes as they are, a long one cut to what struct
+  // board holds (the rest of the tree parsed as ever).
+  for (int len = 1; len <= 200; len += 199) {
+    default_opts(&o);
+    o.rng_seed = len;
+    t = build_board(&o);
+    PARSE_OK(t.p, &b, err);
+    int want = len < BOARD_RNG_SEED_MAX ? len : BOARD_RNG_SEED_MAX;
+    CHECK_EQ(b.rng_seed_len, want);
+    for (int i = 0; i < want; i++)
+      CHECK_EQ(b.rng_seed[i], (uint8_t)(3 * i + 1));
+    CHECK(strcmp(b.bootargs, "console=ttyS0 quiet") == 0);
+    free(t.p);
+  }
 
   // The N extension: a single letter of riscv,isa, on every hart or not at all.
   default_opts(&o);
