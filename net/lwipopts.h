@@ -21,6 +21,9 @@
 #define LWIP_NETIF_LOOPBACK 1
 #define LWIP_HAVE_LOOPIF 1
 #define LWIP_NETIF_LOOPBACK_MULTITHREADING 0
+// TCP initial sequence numbers a peer cannot guess (RFC 6528): net/isn.c.
+#define LWIP_HOOK_FILENAME "isn.h"
+#define LWIP_HOOK_TCP_ISN isn_next
 
 // ---- memory: everything comes from kmalloc, so the kernel's memory counters
 // see lwIP's heap, and nothing is reserved up front. Pools become kmalloc

@@ -9,6 +9,7 @@
 #include "timer.h"
 #include "virtio_net.h"
 #include "abi.h"
+#include "isn.h"
 #include "lwip/init.h"
 #include "lwip/timeouts.h"
 
@@ -82,6 +83,7 @@ int net_start(void) {
   int err = result;
   if (!tried) {
     tried = 1;
+    isn_init();
     lwip_init();
     err = netif_virtio_start();
     if (err == 0)

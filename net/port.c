@@ -12,9 +12,9 @@
 // times with wrapping arithmetic).
 u32_t sys_now(void) { return (u32_t)(rdtime() / (board.timebase_hz / 1000)); }
 
-// TCP initial sequence numbers and ports come from here. xorshift64, seeded
-// from the time counter at first use: unpredictable enough for a teaching
-// kernel on a virtual network, and it needs no entropy source.
+// lwIP's LWIP_RAND: the first local port of outgoing connections comes from
+// here (TCP's initial sequence numbers do not: net/isn.c). xorshift64, seeded
+// from the time counter at first use: a port needs to be varied, not secret.
 unsigned int net_rand(void) {
   static uint64_t x;
   if (!x)

@@ -30,6 +30,8 @@ What it checks (a line each, "PASS name" or "FAIL name: why"):
     request on a fresh TCP connection;
   - after every batch of frames: the guest still answers a ping (which also
     paces the sending: the next batch goes once the last one was read);
+  - the guest's initial sequence numbers of successive connections are not
+    close to each other (a peer cannot guess one from another: RFC 6528);
   - after all of them: a connection opened before the frames still gets its
     answers right, and so does a new one; both close cleanly.
 The caller (scripts/nettest.sh) then checks the kernel's log for a panic and
@@ -248,6 +250,7 @@ class Tcp:
         if f is None:
             raise RuntimeError(f"port {self.sport}: no SYN-ACK")
         self.snd_nxt = (isn + 1) & 0xFFFFFFFF
+        self.guest_isn = f["seq"]
         self.rcv_nxt = (f["seq"] + 1) & 0xFFFFFFFF
         self.seg(TCP_ACK)
 
@@ -498,6 +501,7 @@ def main():
 
     # The frames, a batch at a time, each batch followed by a ping.
     bad_batches = 0
+    isns = []                               # the guest's ISN of each victim, in order
     batches = (args.frames + args.batch - 1) // args.batch
     t0 = time.monotonic()
     for b in range(batches):
@@ -513,6 +517,7 @@ def main():
                 break
             del peer.conns[victim.sport]
             peer.victims.append((victim.sport, victim.snd_nxt, victim.rcv_nxt))
+            isns.append(victim.guest_isn)
         batch = []
         for _ in range(min(args.batch, args.frames - b * args.batch)):
             gen = rng.choice(GENERATORS)
@@ -533,6 +538,16 @@ def main():
            f"the guest stopped answering after batch {b + 1}")
     if bad_batches:
         return 1
+
+    # The victims' ISNs: one connection's must not tell the next one's
+    # (RFC 6528; net/isn.c). Ports differ, so with a keyed hash consecutive
+    # ISNs are about 2^31 apart and fewer than 1 in 128 pairs lie within 2^24;
+    # lwIP's own counter puts every pair within a few thousand.
+    close = sum(1 for a, b in zip(isns, isns[1:]) if min((b - a) % 2**32, (a - b) % 2**32) < 1 << 24)
+    if len(isns) >= 4:
+        report("isn-unpredictable", close <= (len(isns) - 1) // 2,
+               f"{close} of {len(isns) - 1} consecutive connections' ISNs within 2^24 of each "
+               f"other: {' '.join(hex(i) for i in isns[:6])} ...")
 
     # After: the old connection still serves, a new one too, and both close.
     exchange(live, "tcp-survivor", handshake=False)
