@@ -23,7 +23,9 @@
 #   make trace        a scheduler timeline of matrixd under the client -> build/trace/trace.json,
 #                     docs/results/trace.png (scripts/trace.sh; docs/results/trace.md)
 #   make fuzz         longer runs of user/sysfuzz.c (random system calls), 1 to 4 harts,
-#                     both backends, 1 and 4 threads a child -> docs/results/sysfuzz-runs.md
+#                     both backends, 1 and 4 threads a child -> docs/results/sysfuzz-runs.md;
+#                     and of tests/net/framefuzz.py (malformed frames) against matrixd in
+#                     each model -> docs/results/framefuzz-runs.md
 #   make soak         MINUTES (30) of matrixd in four models at once, 128 connections and
 #                     bad input; the kernel's counters compared -> docs/results/soak.md
 #   make client       the host latency client (build/host/mclient)
@@ -219,9 +221,10 @@ trace: $(KERNEL) client
 soak: $(KERNEL) client
 	@MINUTES=$(or $(MINUTES),30) bash scripts/soak.sh
 
-# Longer runs of user/sysfuzz.c than make test's, in several configurations
-# (scripts/fuzz.sh): docs/results/sysfuzz-runs.md.
-fuzz: $(KERNEL) qemu-n
+# Longer runs of user/sysfuzz.c and tests/net/framefuzz.py than make test's, in
+# several configurations (scripts/fuzz.sh): docs/results/sysfuzz-runs.md and
+# docs/results/framefuzz-runs.md.
+fuzz: $(KERNEL) qemu-n client
 	@bash scripts/fuzz.sh
 
 clean:
