@@ -317,19 +317,34 @@ tally "" "$LOGS/qemu-n.log" "PASS " "FAIL "
 grep -q "^[0-9]* passed, [0-9]* failed" "$LOGS/qemu-n.log" || fail "qemu-n/run" "no result (see $LOGS/qemu-n.log)"
 if [ -x "$BUILD/qemu-n/qemu-system-riscv64" ]; then
   QEMU=$BUILD/qemu-n/qemu-system-riscv64 QEMU_CPU=rv64,n=on WANT_UINTR=native user_suite native/
-  # One definition of N: the same 400 u-CSR instructions, urets and user
-  # interrupts (user/utrace.c) must leave the same trace on the kernel's
-  # emulation (kernel/nmodel.c) and on our QEMU's hardware N.
-  WANT_UINTR=emulated user_prog "" utrace 1 utrace
-  QEMU=$BUILD/qemu-n/qemu-system-riscv64 QEMU_CPU=rv64,n=on WANT_UINTR=native user_prog native/ utrace 1 utrace
-  tr -d '\r' < "$LOGS/utrace.log" | grep "^utrace: [0-9]" > "$LOGS/utrace.emulated.txt"
-  tr -d '\r' < "$LOGS/native-utrace.log" | grep "^utrace: [0-9]" > "$LOGS/utrace.native.txt"
-  if [ "$(wc -l < "$LOGS/utrace.emulated.txt")" -gt 400 ] &&
-     diff "$LOGS/utrace.emulated.txt" "$LOGS/utrace.native.txt" > "$LOGS/utrace.diff"; then
-    pass "native/utrace-same-trace-as-emulated"
-  else
-    fail "native/utrace-same-trace-as-emulated" "$(head -3 "$LOGS/utrace.diff" | tr '\n' ' ') (see $LOGS/utrace.diff)"
-  fi
+  # One definition of N: the same program must leave the same trace on the
+  # kernel's emulation (kernel/nmodel.c) and on our QEMU's hardware N: its
+  # numbered lines, and the kernel's lines for its processes killed (with
+  # the pids left out). utrace: 400 well-formed u-CSR instructions, urets and user
+  # interrupts; insnfuzz: 1,500 random SYSTEM instructions around them,
+  # processes dying of them.
+  same_trace() {   # same_trace PROG MIN_LINES
+    local prog=$1 b log
+    WANT_UINTR=emulated user_prog "" "$prog" 1 "$prog"
+    QEMU=$BUILD/qemu-n/qemu-system-riscv64 QEMU_CPU=rv64,n=on WANT_UINTR=native user_prog native/ "$prog" 1 "$prog"
+    for b in emulated native; do
+      log=$LOGS/$prog.log
+      [ $b = native ] && log=$LOGS/native-$prog.log
+      # (each kind in its own order: the kernel's lines and the program's
+      # interleave on the console as the host's timing has it)
+      { tr -d '\r' < "$log" | grep "^$prog: [0-9]"
+        tr -d '\r' < "$log" | grep "^coral: pid [0-9]* ($prog)" | sed 's/^coral: pid [0-9]*/coral: pid N/'
+      } > "$LOGS/$prog.$b.txt" 2> /dev/null
+    done
+    if [ "$(wc -l < "$LOGS/$prog.emulated.txt")" -gt "$2" ] &&
+       diff "$LOGS/$prog.emulated.txt" "$LOGS/$prog.native.txt" > "$LOGS/$prog.diff"; then
+      pass "native/$prog-same-trace-as-emulated"
+    else
+      fail "native/$prog-same-trace-as-emulated" "$(head -3 "$LOGS/$prog.diff" | tr '\n' ' ') (see $LOGS/$prog.diff)"
+    fi
+  }
+  same_trace utrace 400
+  same_trace insnfuzz 1500
   # The network in the two models whose user side runs on user interrupts
   # (KCUC: kernel coroutines; KTUC: the polling kernel thread).
   mkdir -p "$LOGS/native"

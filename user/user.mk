@@ -9,7 +9,7 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace cestest conntest burst kstats fencecost sysfuzz
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace cestest conntest burst kstats fencecost sysfuzz insnfuzz
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 # Programs built from more than user/NAME.c: their extra objects. matrixd is the
@@ -17,7 +17,11 @@ UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 # core + the protocol).
 MATRIXD_OBJS := $(BUILD)/user/matrixd_uc.o $(BUILD)/user/matrixd_ut.o $(BUILD)/user/matrixd_core.o \
                 $(BUILD)/user/matrix_proto.o
-MULTI_BINS := $(BUILD)/user/bin/matrixd $(BUILD)/user/bin/burst
+# insnfuzz runs instructions made at build time (scripts/insnfuzz-gen.py:
+# INSNFUZZ_N of them from INSNFUZZ_SEED), as slots in its text.
+INSNFUZZ_SEED ?= 1
+INSNFUZZ_N ?= 1500
+MULTI_BINS := $(BUILD)/user/bin/matrixd $(BUILD)/user/bin/burst $(BUILD)/user/bin/insnfuzz
 SIMPLE_BINS := $(filter-out $(MULTI_BINS),$(UBINS))
 
 # User code has no frame pointers (-fomit-frame-pointer, GCC's -O2 default,
@@ -68,6 +72,18 @@ $(BUILD)/user/burst.o: user/matrix_proto.h
 $(BUILD)/user/bin/burst: $(BUILD)/user/burst.o $(BUILD)/user/matrix_proto.o $(ULIB) user/user.ld
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) $(ULIB) $(BUILD)/user/burst.o $(BUILD)/user/matrix_proto.o -o $@
+
+# (The generated file's name carries the seed and count, so that changing
+# either remakes it.)
+INSNFUZZ_CODE := $(BUILD)/user/insnfuzz_code-$(INSNFUZZ_SEED)-$(INSNFUZZ_N)
+$(INSNFUZZ_CODE).S: scripts/insnfuzz-gen.py
+	@mkdir -p $(dir $@)
+	python3 scripts/insnfuzz-gen.py $(INSNFUZZ_SEED) $(INSNFUZZ_N) > $@
+$(INSNFUZZ_CODE).o: $(INSNFUZZ_CODE).S
+	$(CC) $(UCFLAGS) -c $< -o $@
+$(BUILD)/user/bin/insnfuzz: $(BUILD)/user/insnfuzz.o $(INSNFUZZ_CODE).o $(ULIB) user/user.ld
+	@mkdir -p $(dir $@)
+	$(CC) $(UCFLAGS) $(ULIB) $(BUILD)/user/insnfuzz.o $(INSNFUZZ_CODE).o -o $@
 
 .PHONY: uprogs
 uprogs: $(UBINS)
