@@ -29,6 +29,8 @@ struct uintr_state {
   uint64_t posted;             // how many times an interrupt was raised
   uint64_t delivered;          // handler entries the kernel made (emulated only)
   uint64_t posted_at_entry;    // `posted` when the kernel last entered the handler (emulated)
+  uint32_t in_handler;         // handler entries the kernel made not yet left (emulated):
+                               // SYS_uintr_ret with none is refused (uintr_emul_ecall_ret)
   uint64_t post_instret;       // instret of the posting hart at the last post
   uint64_t post_cost;          // instructions that post took on its hart (benchmarks)
   int uintc_entry1;            // its entry on the user-interrupt controller + 1; 0: none

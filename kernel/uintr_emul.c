@@ -30,10 +30,20 @@ void uintr_emul_deliver(struct thread *t) {
   t->ui.posted_at_entry = __atomic_load_n(&t->ui.posted, __ATOMIC_ACQUIRE);
   t->uc.pc = nm_trap(&t->ui.n, NM_CAUSE_INTERRUPT | (uint64_t)irq, t->uc.pc, 0);
   t->ui.delivered++;
+  t->ui.in_handler++;
   TRACE_THREAD(TR_UINTR, t, 0, 0);   // (only USI is ever raised)
 }
 
+// SYS_uintr_ret: the handler's `csrc uip` and `uret` in one trap. Only from
+// inside a handler the kernel entered (in_handler): elsewhere uret itself
+// would be legal (it returns to uepc), but this call is the handler's exit,
+// and a thread that makes it anywhere else would go back to where some
+// earlier interrupt struck, with its registers of now (sysfuzz found one
+// doing so); it is killed instead, as on native harts, where the call is
+// always refused. (Nested handlers, which re-enable UIE, are counted.)
 int uintr_emul_ecall_ret(struct thread *t) {
+  if (t->ui.in_handler == 0)
+    return -1;
   // a0 and a7 from the popped frame, 56 bytes apart. Aligned and within one
   // page (the runtime's sp always is): one translation and two loads (a
   // copy of the 64 bytes between them through copyin cost about 110
@@ -69,14 +79,20 @@ int uintr_emul_ecall_ret(struct thread *t) {
     nm_raise(&t->ui.n, NM_USIP);
   if (nm_uret(&t->ui.n, &user_env, &t->uc.pc) != 0)
     return -1;
+  t->ui.in_handler--;
   t->uc.x[REG_A0] = a0;
   t->uc.x[REG_A7] = a7;
   return 0;
 }
 
 int uintr_emul_illegal(struct thread *t, uint32_t insn) {
-  if (insn == NM_INSN_URET)
-    return nm_uret(&t->ui.n, &user_env, &t->uc.pc) == 0;
+  if (insn == NM_INSN_URET) {        // (legal anywhere; it leaves a handler if in one)
+    if (nm_uret(&t->ui.n, &user_env, &t->uc.pc) != 0)
+      return 0;
+    if (t->ui.in_handler)
+      t->ui.in_handler--;
+    return 1;
+  }
   if ((insn & 0x7f) != OPCODE_SYSTEM)
     return 0;
   uint32_t funct3 = (insn >> 12) & 7, rd = (insn >> 7) & 31, rs1 = (insn >> 15) & 31;

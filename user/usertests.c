@@ -314,32 +314,56 @@ static void test_uintr_recv(void) {
   check("uintr-recv-same-again", raw_syscall(SYS_uintr_recv, -1, -1, -1), va);
 }
 
-// SYS_uintr_ret (emulated backend) returns to uepc with a0 and a7 taken from
-// the frame just below sp: with two loads when that frame is aligned within
-// one page, through a copy when it crosses a page or is unaligned. Each case
-// sets uepc (an emulated csrw) to the instruction after the ecall and puts
-// known values where the handler would have left a0 and a7.
+// SYS_uintr_ret (emulated backend) ends a handler the kernel entered: it
+// returns to uepc with a0 and a7 taken from the frame just below sp, with two
+// loads when that frame is aligned within one page, through a copy when it
+// crosses a page or is unaligned. Each case raises a user interrupt to this
+// thread with uret_case_entry as the handler (utvec, uie and ustatus set for
+// the occasion, and put back after), which points sp at the case's frame and
+// makes the call: the kernel must come back after the `csrs uip` that raised
+// it, with the frame's a0 and a7. Outside a handler (never in one, or after
+// the handler returned) the call kills the thread: in child processes.
 static char ret_frames[3 * 4096] __attribute__((aligned(4096)));
+#define STR_(x) #x
+#define XSTR(x) STR_(x)
+extern void uret_case_entry(void);
+__asm__(".text\n.balign 4\nuret_case_entry:\n"
+        "  mv sp, t2\n"                 // the case's frame (sp is put back after)
+        "  li a7, " XSTR(SYS_uintr_ret) "\n"
+        "  ecall\n");
+
+// Raise a user interrupt with uret_case_entry as handler, which ends with
+// SYS_uintr_ret on the frame below `top`; a0 and a7 as the call left them.
+static void uret_round(char *top, uint64_t *a0_out, uint64_t *a7_out) {
+  uint64_t utvec, uie, ustatus;
+  __asm__ volatile("csrr %0, 0x005\n csrr %1, 0x004\n csrr %2, 0x000"
+                   : "=r"(utvec), "=r"(uie), "=r"(ustatus));
+  register uint64_t a0 __asm__("a0") = 0;
+  register uint64_t a7 __asm__("a7") = 0;
+  __asm__ volatile("csrci 0x000, 1\n"              // UIE off while the handler is swapped
+                   "la t0, uret_case_entry\n"
+                   "csrw 0x005, t0\n"               // utvec
+                   "csrsi 0x004, 1\n"               // uie.USIE
+                   "mv t1, sp\n"
+                   "mv t2, %2\n"
+                   "csrsi 0x000, 1\n"               // ustatus.UIE
+                   "csrsi 0x044, 1\n"               // uip.USIP: taken on the way back
+                   "mv sp, t1\n"                    // (uepc: here)
+                   : "+r"(a0), "+r"(a7)
+                   : "r"((uint64_t)top)
+                   : "t0", "t1", "t2", "memory");
+  *a0_out = a0;
+  *a7_out = a7;
+  __asm__ volatile("csrci 0x000, 1\n csrw 0x005, %0\n csrw 0x004, %1\n csrw 0x000, %2"
+                   :: "r"(utvec), "r"(uie), "r"(ustatus));
+}
 
 static void uintr_ret_case(const char *name, char *at) {
   uint64_t want_a0 = 0x1234567890abcdefUL ^ (uint64_t)at, want_a7 = 0x0fedcba987654321UL;
   memcpy(at + 64 - UINTR_RET_A0_OFF, &want_a0, 8);
   memcpy(at + 64 - UINTR_RET_A7_OFF, &want_a7, 8);
-  uint64_t ustatus;
-  __asm__ volatile("csrr %0, 0x000" : "=r"(ustatus));   // (uret changes UIE/UPIE)
-  register uint64_t a0 __asm__("a0");
-  register uint64_t a7 __asm__("a7") = SYS_uintr_ret;
-  __asm__ volatile("la t0, 1f\n"
-                   "csrw 0x041, t0\n"                  // uepc
-                   "mv t1, sp\n"
-                   "mv sp, %2\n"
-                   "ecall\n"
-                   "1: mv sp, t1\n"
-                   : "=r"(a0), "+r"(a7)
-                   : "r"((uint64_t)(at + 64))
-                   : "t0", "t1", "memory");
-  uint64_t got_a0 = a0, got_a7 = a7;
-  __asm__ volatile("csrw 0x000, %0" :: "r"(ustatus));
+  uint64_t got_a0, got_a7;
+  uret_round(at + 64, &got_a0, &got_a7);
   char what[48];
   snprintf(what, sizeof what, "uintr-ret-%s-a0", name);
   check(what, (long)got_a0, (long)want_a0);
@@ -348,12 +372,41 @@ static void uintr_ret_case(const char *name, char *at) {
 }
 
 static void test_uintr_ret(void) {
-  section("SYS_uintr_ret's frame");
+  section("SYS_uintr_ret");
+  // Outside a handler: never in one, and after one returned (uepc then
+  // still names where it struck, and a call that went there would run on
+  // with the caller's registers of now). Killed, on both backends.
+  static const char *const never[] = {"usertests", "--uintr-ret", "never", NULL};
+  static const char *const after[] = {"usertests", "--uintr-ret", "after", NULL};
+  check("uintr-ret-outside-a-handler-killed", run_child("uintr-ret-never", never, 0), -1);
+  check("uintr-ret-after-the-handler-killed", run_child("uintr-ret-after", after, 0), -1);
   if (kstat(KSTAT_UINTR_NATIVE) == 1)
     return;                      // native: uret is an instruction, the call is refused
   uintr_ret_case("in-page", ret_frames + 4096 + 128);
   uintr_ret_case("page-crossing", ret_frames + 2 * 4096 - 32);
   uintr_ret_case("unaligned", ret_frames + 4096 + 132);
+}
+
+// The children of test_uintr_ret: SYS_uintr_ret outside a handler. (A
+// kernel that let the call through after a handler sent the thread back into
+// uret_round, after its `csrs uip`: that ends here too, with status 3.)
+static volatile int stray_call_made;
+
+static int child_uintr_ret(const char *when) {
+  if (strcmp(when, "after") == 0) {
+    uint64_t a0, a7;
+    uret_round(ret_frames + 4096 + 128, &a0, &a7);
+    if (stray_call_made) {
+      printf("usertests: SYS_uintr_ret went back to where the last interrupt struck\n");
+      return 3;
+    }
+  }
+  stray_call_made = 1;
+  register uint64_t a7 __asm__("a7") = SYS_uintr_ret;
+  register uint64_t sp_frame __asm__("a0") = (uint64_t)(ret_frames + 4096 + 128);
+  __asm__ volatile("mv t1, sp\n mv sp, a0\n ecall\n mv sp, t1" : "+r"(a7), "+r"(sp_frame) :: "t1", "memory");
+  printf("usertests: SYS_uintr_ret outside a handler returned\n");
+  return 3;
 }
 
 static void test_nosys(void) {
@@ -996,6 +1049,8 @@ static int child_main(int argc, char *argv[], uintptr_t sp) {
     return atoi(argv[2]);
   if (strcmp(mode, "--argv") == 0)
     return child_argv(argc, argv, sp);
+  if (strcmp(mode, "--uintr-ret") == 0 && argc > 2)
+    return child_uintr_ret(argv[2]);
   if (strcmp(mode, "--killself") == 0) {
     kill(getpid());
     printf("usertests: kill(self) returned\n");
