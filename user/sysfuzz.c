@@ -23,12 +23,17 @@
 // purpose with a call that kills them (a fault, a bad thread entry,
 // SYS_uintr_ret outside a handler, kill of itself) or with exit(status).
 //
+// Children of odd seeds take user interrupts (an async call through the
+// runtime turns them on, and a timer every eighth call keeps completions
+// coming), so the runtime's handler enters them wherever they are.
+//
 // The parent knows from each seed how its child should end, and checks:
 // every child ended so (or was killed by the watchdog), the kernel still
 // answers (a pipe round trip), and, with the machine at rest again, the
 // kernel's memory, processes and sockets are back where they started.
 #include "ulib.h"
 #include "utest.h"
+#include "cops.h"
 
 #define SCRATCH_PAGES 16
 
@@ -59,6 +64,8 @@ static void seed_rng(struct fz *f, long seed) {
 
 // ---- the child's state that all its threads share, and what it checks ----
 static uint64_t scratch;            // SCRATCH_PAGES of heap, never touched by the child itself
+static uint64_t brk_floor;          // brk never below this (0, but in children with a handler)
+static int uintr_child;             // this child takes user interrupts (odd seeds: child())
 static const uint64_t canary[512] __attribute__((aligned(4096))) = { 0x5afe, 0xc0ffee, 42 };
 static uint64_t vvar_timebase;
 
@@ -206,6 +213,8 @@ static void one_call(struct fz *f) {
       a[0] = (long)(scratch + SCRATCH_PAGES * 4096);   // back to where it began
     else
       a[0] = pick_src(f);
+    if ((uint64_t)a[0] < brk_floor)  // (children with a handler: see child())
+      a[0] = (long)brk_floor;
     break;
   }
   case 14: nr = SYS_uptime; break;
@@ -318,6 +327,11 @@ static uint64_t sum_canary(void) {
 // (raw exits: a thread of its own has none of the runtime's state that exit() uses)
 static void fuzz_loop(struct fz *f) {
   for (int i = 0; i < calls_each; i++) {
+    // In a child with a handler, a timer every eighth call besides (a 1 ms
+    // async sleep for a cid nobody has), so that completions keep arriving,
+    // wherever the child is by then.
+    if (uintr_child && f == &fz_main && i % 8 == 0)
+      ecall_raw(SYS_sleep | SYS_ASYNC, 1, 0, 0, 0, 0x7fff0000 + i);
     one_call(f);
     if (sum_canary() != canary_sum)
       ecall_raw(SYS_exit, 99, 0, 0, 0, 0);
@@ -340,6 +354,19 @@ static int child(long seed, int calls, int threads) {
   int status;
   enum ending e = ending_of(&fz_main, seed, &status);
   calls_each = calls;
+  // Odd seeds take user interrupts: one async call through the runtime turns
+  // them on (cops.c, uintr_first), and from then on the completions of the
+  // fuzz's own async calls and of its timers (fuzz_loop) enter the runtime's
+  // handler wherever the child is, which drains the ring (cids that match
+  // nothing are dropped there).
+  // The handler's operation table is on the heap, below the break from
+  // here on: these children's brk calls go no lower (brk_floor), or they
+  // would pull it away from under the handler, a fault of their own making.
+  if (seed & 1) {
+    (void)cops_async(SYS_sleep, 0, 0, 0);
+    brk_floor = (uint64_t)brk(0);
+    uintr_child = 1;
+  }
   // Nothing to the console (a write to fd 1 would print random bytes) and
   // nothing from it: the descriptors are the fuzzer's own from here on.
   for (int fd = 0; fd < 3; fd++)
