@@ -40,9 +40,10 @@ waits for matrixd's idle line to show the kernel's memory back at its baseline.
 Like a real host, the script answers a TCP segment from the guest for a
 connection it does not hold with a reset, so the half-open connections the
 fuzz leaves on the listener are closed as soon as the guest speaks of them.
-Frames may be dropped (the guest's receive queue can fill while a batch
-arrives); the probes resend, and nothing checked depends on which frames got
-in. Python standard library only.
+While the card's receive queue is full QEMU leaves the datagrams in its
+socket, so frames wait rather than drop (the host's UDP counters showed none
+lost); the probes resend anyway, and nothing checked depends on which frames
+got in. Python standard library only.
 """
 import argparse
 import random
