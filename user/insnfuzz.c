@@ -50,7 +50,7 @@ struct record {
   uint64_t out[NTEMPS];        // t0-t6 after it (done only)
 };
 
-// ---- the instruction sequence: instruction k depends on (seed, k) alone ----
+// ---- instruction k and the registers it starts with, from (seed, k) alone ----
 
 static uint64_t mix(uint64_t x) {   // splitmix64's finalizer
   x ^= x >> 30;
