@@ -236,13 +236,10 @@ limit_check() {   # NAME BOOTARGS SERVED
 # frame), and the script plays the gateway. Its checks: the guest answers before,
 # during (a ping after every batch) and after, matrixd serves an old and a new
 # connection; then here: no panic or killed process, memory back at the baseline.
-udp_port() {
-  python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 frames_check() {   # MODEL
   local name=$1/frames qport pport out n
-  qport=$(udp_port)
-  pport=$(udp_port)
+  qport=$(free_port udp)
+  pport=$(free_port udp)
   LOG=$LOGS/net-$1-frames.log
   if ! QEMU_NETDEV="socket,id=net0,udp=127.0.0.1:$pport,localaddr=127.0.0.1:$qport" \
       boot_matrixd "$LOG" "$FRAMES_SMP" "user=matrixd,-m,$1"; then

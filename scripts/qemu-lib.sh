@@ -97,8 +97,8 @@ no_leftovers() {
   return 1
 }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+free_port() {   # free_port [udp]: a free TCP (or UDP) port on 127.0.0.1
+  python3 -c 'import socket, sys; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1:] == ["udp"] else socket.SOCK_STREAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' "$@"
 }
 
 # boot_matrixd LOG SMP ARGS [MEM]: boot in the background (MEM: 256M unless
