@@ -64,8 +64,8 @@ static void seed_rng(struct fz *f, long seed) {
 
 // ---- the child's state that all its threads share, and what it checks ----
 static uint64_t scratch;            // SCRATCH_PAGES of heap, never touched by the child itself
-static uint64_t brk_floor;          // brk never below this (0, but in children with a handler)
-static int uintr_child;             // this child takes user interrupts (odd seeds: child())
+static uint64_t brk_floor;          // brk never below this; 0 but in children that take
+                                    // user interrupts (odd seeds: child())
 static const uint64_t canary[512] __attribute__((aligned(4096))) = { 0x5afe, 0xc0ffee, 42 };
 static uint64_t vvar_timebase;
 
@@ -330,7 +330,7 @@ static void fuzz_loop(struct fz *f) {
     // In a child with a handler, a timer every eighth call besides (a 1 ms
     // async sleep for a cid nobody has), so that completions keep arriving,
     // wherever the child is by then.
-    if (uintr_child && f == &fz_main && i % 8 == 0)
+    if (brk_floor && f == &fz_main && i % 8 == 0)
       ecall_raw(SYS_sleep | SYS_ASYNC, 1, 0, 0, 0, 0x7fff0000 + i);
     one_call(f);
     if (sum_canary() != canary_sum)
@@ -365,7 +365,6 @@ static int child(long seed, int calls, int threads) {
   if (seed & 1) {
     (void)cops_async(SYS_sleep, 0, 0, 0);
     brk_floor = (uint64_t)brk(0);
-    uintr_child = 1;
   }
   // Nothing to the console (a write to fd 1 would print random bytes) and
   // nothing from it: the descriptors are the fuzzer's own from here on.
