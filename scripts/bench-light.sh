@@ -26,13 +26,16 @@
 #
 #   scripts/bench-light.sh   (env: BUILD, CONFIGS, MODEL, N, ROUNDS, MAX_ROUNDS,
 #                             STEAL_PCT, DURATION_S, OUT)
-#   CONFIGS: "name:harts:bootargs[:net[:matrixd]]" words, bootargs with
+#   CONFIGS: "name:harts:bootargs[:net[:matrixd[:os]]]" words, bootargs with
 #     commas for spaces, net user or tap (NET's value if left out), matrixd:
 #     more arguments for matrixd in this configuration only, after MODEL's
-#     (commas for spaces); the first of each network is the one the others
-#     on that network are divided by (its base). Default "1h:1: 2h:2:"; e.g.
+#     (commas for spaces), os coral (the default) or linux: the Linux
+#     baseline instead of Coral (scripts/linux/build.sh: one mserver a hart,
+#     the same protocol and client; bootargs, matrixd and MODEL do not apply).
+#     The first configuration of each network and OS is the one the others
+#     of that network and OS are divided by (its base). Default "1h:1: 2h:2:"; e.g.
 #     "1h:1: 2h:2: 2h-eager:2:kick_us=0" or "1h:1:: 2h:2:: 1h-tap:1::tap 2h-tap:2::tap"
-#     or "1h:1::tap 2h:2::tap 2h-t1:2::tap:-t,1".
+#     or "1h:1::tap 2h:2::tap 2h-t1:2::tap:-t,1" or "1h:1: 2h:2: 1h-linux:1::::linux 2h-linux:2::::linux".
 #   MODEL: matrixd's -m, with its other arguments after commas ("kcuc,-t,1").
 #   STEAL_PCT: 1 by default; a large value (100) counts every round.
 #   PNG: also draw the calm rounds' pooled latencies against their percentile
@@ -65,16 +68,22 @@ case $LOAD in
 esac
 OUT=${OUT:-$BUILD/bench-light/light.md}
 NET=${NET:-user}
-# parse_config WORD: set name, harts, args, net and margs (matrixd's own
-# arguments) from one CONFIGS word.
+# parse_config WORD: set name, harts, args, net, margs (matrixd's own
+# arguments), os and group (what its base is the first of: the network, and
+# the OS when it is not Coral) from one CONFIGS word.
 parse_config() {
   local f
   IFS=: read -r -a f <<< "$1"
-  name=${f[0]} harts=${f[1]:-} args=${f[2]:-} net=${f[3]:-} margs=${f[4]:-}
+  name=${f[0]} harts=${f[1]:-} args=${f[2]:-} net=${f[3]:-} margs=${f[4]:-} os=${f[5]:-coral}
   net=${net:-$NET}
   case $net in
     user | tap) ;;
     *) echo "bench-light: $1: the network must be user or tap" >&2; exit 2 ;;
+  esac
+  case $os in
+    coral) group=$net ;;
+    linux) group=$net-linux ;;
+    *) echo "bench-light: $1: the OS must be coral or linux" >&2; exit 2 ;;
   esac
 }
 MCLIENT=$BUILD/host/mclient
@@ -84,15 +93,19 @@ mkdir -p "$DIR" "$(dirname "$OUT")"
 build_kernel_and_client bench-light "$DIR" || exit 1
 read -r -a configs <<< "$CONFIGS"
 k=${#configs[@]}
-# Each configuration's base: the first configuration on its network; and
-# the tap device, if any configuration runs on one (the guest keeps 10.0.2.15).
+# Each configuration's base: the first configuration of its group (network,
+# and OS); the tap device, if any configuration runs on one (the guest keeps
+# 10.0.2.15); and the Linux baseline's image, if any configuration boots it.
 declare -A base_of=() net_base=()
-nets=()
-TAP=
+nets=()                        # the groups, in order of first appearance
+TAP= LINUX_IMAGE=
 for c in "${configs[@]}"; do
   parse_config "$c"
-  [ -n "${net_base[$net]:-}" ] || { net_base[$net]=$name; nets+=("$net"); }
-  base_of[$name]=${net_base[$net]}
+  [ -n "${net_base[$group]:-}" ] || { net_base[$group]=$name; nets+=("$group"); }
+  base_of[$name]=${net_base[$group]}
+  if [ "$os" = linux ] && [ -z "$LINUX_IMAGE" ]; then
+    LINUX_IMAGE=$(bash scripts/linux/build.sh "$BUILD") || { echo "bench-light: the Linux baseline did not build" >&2; exit 1; }
+  fi
   if [ "$net" = tap ] && [ -z "$TAP" ]; then
     TAP=ltap$$
     trap 'ip link del "$TAP" 2> /dev/null' EXIT
@@ -103,7 +116,7 @@ done
 base=${configs[0]%%:*}
 # "1h's", or "its network's first configuration's" when there are several.
 base_word="$base's"
-[ ${#nets[@]} -gt 1 ] && base_word="its base's (the first configuration on its network)"
+[ ${#nets[@]} -gt 1 ] && base_word="its base's (the first configuration of its OS on its network)"
 declare -A p50=() p99=() rps=() late=() steal=() cpu=() slow=()
 calm=() all=()                 # round numbers
 # Where the host's cores went during each run (scripts/host/cpu-snap.sh):
@@ -139,8 +152,13 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     [[ " ${MAIN_NICE_CONFIGS:-} " == *" $name "* ]] &&
       pre="renice -n ${MAIN_NICE:--10} -p \$(pgrep -n -f -- '-name [c]${QNAME#c},debug-threads=on') > /dev/null; "
     echo "bench-light: round $round (${#calm[@]} of $ROUNDS calm so far), ${MODEL%%,*}, $name ($((SECONDS - start)) s so far)" >&2
-    if ! drive_matrixd_stats "$log" "$harts" "$MODEL${margs:+,$margs}" "${args:+ ${args//,/ }}" \
-         "sleep 1; $pre$SNAP > $log.cpu; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $SNAP >> $log.cpu"; then
+    run="sleep 1; $pre$SNAP > $log.cpu; $MCLIENT $CLIENT_HOST $CLIENT_LOAD -d $DURATION_S -n $N --csv $log.csv > $log.light 2>&1; $SNAP >> $log.cpu"
+    if [ "$os" = linux ]; then
+      drive_linux_stats "$log" "$harts" "$LINUX_IMAGE" "$run"
+    else
+      drive_matrixd_stats "$log" "$harts" "$MODEL${margs:+,$margs}" "${args:+ ${args//,/ }}" "$run"
+    fi
+    if [ $? != 0 ]; then
       echo "bench-light: round $round, $name failed: $(cat "$log.err") (see $log)" >&2
       status=1 complete=0
       continue
@@ -219,8 +237,8 @@ rps_row() {
 # (the first field of its cpu entry), or nothing without one.
 per_vcpu() { awk -v q="${rps[$1]:-0}" -v c="${cpu[$1]%% *}" 'BEGIN { if (c > 0) printf "%.0f", q / c }'; }
 
-# png_of NET: the chart's file for the configurations on NET: PNG for the
-# first network, PNG with -NET before .png for any other.
+# png_of GROUP: the chart's file for the configurations of GROUP: PNG for the
+# first group, PNG with -GROUP before .png for any other.
 png_of() {
   if [ "$1" = "${nets[0]}" ]; then echo "$PNG"; else echo "${PNG%.png}-$1.png"; fi
 }
@@ -237,19 +255,19 @@ pooled_table() {
   for n in "${nets[@]}"; do pooled_rows "$n" "$tag" "$@"; done
 }
 
-# pooled_rows NET TAG ROUNDS...: pooled_table's rows for the configurations on NET.
+# pooled_rows GROUP TAG ROUNDS...: pooled_table's rows for the configurations of GROUP.
 pooled_rows() {
-  local net_name=$1 tag=$2 r c runs=() png=()
+  local grp=$1 tag=$2 r c runs=() png=()
   shift 2
   [ "$tag" = calm ] && [ -n "${PNG:-}" ] && command -v gnuplot > /dev/null &&
-    png=(--png "$(png_of "$net_name")" --title "matrixd ${MODEL%%,*}, $LOAD load, $# calm rounds pooled")
+    png=(--png "$(png_of "$grp")" --title "matrixd ${MODEL%%,*}, $LOAD load, $# calm rounds pooled")
   for r in "$@"; do
     for c in "${configs[@]}"; do
       parse_config "$c"
-      [ "$net" = "$net_name" ] && runs+=("$name:$r:$DIR/r${r}_$name.log.csv")
+      [ "$group" = "$grp" ] && runs+=("$name:$r:$DIR/r${r}_$name.log.csv")
     done
   done
-  python3 scripts/light-pool.py "${png[@]}" "${net_base[$net_name]}" "${runs[@]}" |
+  python3 scripts/light-pool.py "${png[@]}" "${net_base[$grp]}" "${runs[@]}" |
     while read -r name nr nreq q50 q99 q999 ratio lo hi w; do
       if [ "$ratio" = - ]; then
         echo "| $name | $nr | $nreq | $q50 | $q99 | $q999 | - | - | - |"
@@ -302,7 +320,7 @@ pooled_rows() {
   if [ -n "${PNG:-}" ]; then
     for n in "${nets[@]}"; do
       f=$(png_of "$n")
-      [ -f "$f" ] && { echo "![calm rounds' latency by percentile, network $n]($(basename "$f"))"; echo; }
+      [ -f "$f" ] && { echo "![calm rounds' latency by percentile, $n]($(basename "$f"))"; echo; }
     done
   fi
   echo "**Every round** (${#all[@]}), pooled the same way:"
@@ -364,6 +382,12 @@ pooled_rows() {
   echo "matrixd \`-m ${MODEL//,/ }\`, ${#all[@]} rounds of ${DURATION_S} s (${#calm[@]} calm), produced by"
   echo "\`scripts/bench-light.sh\` on $(date -u +%F); QEMU $("$QEMU" --version | head -1 | sed 's/QEMU emulator version //'),"
   echo "TCG, no \`-icount\`; network user: QEMU's user network (slirp), tap: a tap device and the host's TCP stack; host: $(nproc) cores, shared."
+  if [ -n "$LINUX_IMAGE" ]; then
+    echo "Configurations of OS linux boot Linux $(dpkg-query -W -f='${Version}' linux-source-6.1) (Debian's source,"
+    echo "scripts/linux/build.sh: tinyconfig and scripts/linux/linux.config) with one"
+    echo "mserver (scripts/host/mserver.c: one epoll loop, the same protocol engine) per"
+    echo "hart on one port (SO_REUSEPORT), instead of Coral and matrixd."
+  fi
 } 3>&1 > "$OUT"
 echo "bench-light: wrote $OUT" >&2
 exit $status

@@ -16,7 +16,9 @@
 #   4. Issue 13's light load (KCUC, 64 connections at 100 ms) the same way
 #      (bench-light.sh, docs/results/smp-light.md; its pooled p99 table is
 #      copied here). Both copy bench-light's table of where the host's cores
-#      went.
+#      went. Steps 3 and 4 boot Linux 6.1 too, in the same rounds
+#      (scripts/linux/build.sh; LINUX=0 leaves it out): the general-purpose
+#      kernel's two harts over one hart on the same host, beside Coral's.
 # Prints the BENCH lines as it goes. `scripts/bench-smp.sh --report` only
 # rewrites smp.md from the last run's build/bench-smp.log.
 set -euo pipefail
@@ -60,11 +62,18 @@ fi
 CLOSED_OUT=docs/results/smp-closed.md
 LIGHT_OUT=docs/results/smp-light.md
 configs="1h:1::user 2h:2::user"
+# The Linux baseline (LINUX=0 leaves it out): the same loads served by Linux
+# 6.1 with one mserver a hart (scripts/linux/build.sh), in the same rounds, so
+# that its two harts over one hart can be set beside Coral's on the same host.
+linux_configs=""
+[ "${LINUX:-1}" = 1 ] && linux_configs=" 1h-linux:1::user::linux 2h-linux:2::user::linux"
 if [ "$(id -u)" = 0 ]; then
   configs+=" 1h-tap:1::tap 2h-tap:2::tap"
+  [ "${LINUX:-1}" = 1 ] && linux_configs+=" 1h-linux-tap:1::tap::linux 2h-linux-tap:2::tap::linux"
 elif [ $report_only = 0 ]; then
   echo "bench-smp: not root, so issue 13's loads run on the user network only (a tap needs root)" >&2
 fi
+configs+=$linux_configs
 # (NET here is bench-smp's switch for step 2; bench-light reads it as its default network.)
 if [ $report_only = 0 ] && [ "${CLOSED:-1}" = 1 ]; then
   NET=user LOAD=closed ROUNDS=${CLOSED_ROUNDS:-8} MODEL=kcuc CONFIGS=$configs OUT=$CLOSED_OUT \
@@ -216,6 +225,13 @@ L.append("")
 L.append(mrows)
 L.append("")
 L.append("## Issue 13's closed loop: KCUC, 128 connections, -smp 2 over -smp 1")
+L.append("")
+L.append("Configurations named -linux (when present) boot Linux 6.1 instead of Coral, in the")
+L.append("same rounds: Debian's source built by scripts/linux/build.sh (tinyconfig and")
+L.append("scripts/linux/linux.config), serving the same client with one mserver a hart")
+L.append("(scripts/host/mserver.c: one epoll loop on the same protocol engine as matrixd,")
+L.append("all on one port with SO_REUSEPORT). They are the issue's general-purpose")
+L.append("kernel on the same emulator and host, divided by Linux's own one-hart rate.")
 L.append("")
 L.append(crows)
 L.append("")

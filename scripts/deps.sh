@@ -12,6 +12,9 @@
 #   scripts/deps.sh --deb-src PKG VER  make sure apt can fetch source package
 #                              PKG at version VER (adds a deb-src entry if not;
 #                              hw/qemu/build.sh uses it for QEMU)
+#   scripts/deps.sh --linux    what the Linux baseline needs (scripts/linux/build.sh):
+#                              Debian's Linux 6.1 source (linux-source-6.1),
+#                              the RISC-V Linux cross compiler and C library
 #   scripts/deps.sh --sim VENV what `make sim` needs: Verilator and the libraries
 #                              of LiteX's simulator (Debian), and LiteX with the
 #                              Rocket Verilog (PyPI, pinned) in the virtual
@@ -156,6 +159,11 @@ eval_pkgs=(
   gnuplot-nox                  # make eval: the PNG figures of docs/results/eval.md
   gdb-multiarch                # make eval: reads the kernel's memory counters (Table 3)
 )
+linux_pkgs=(
+  linux-source-6.1             # the Linux baseline: built at bench time (never committed)
+  gcc-riscv64-linux-gnu libc6-dev-riscv64-cross   # ... and its init and server, static
+  flex bison bc                # what the kernel's build needs besides gcc and make
+)
 extra_pkgs=(
   "${hw_pkgs[@]}"
   "${eval_pkgs[@]}"
@@ -167,6 +175,7 @@ pkgs=("${core_pkgs[@]}")
 [ "${1:-}" = "--hw" ] && pkgs=("${hw_pkgs[@]}")
 [ "${1:-}" = "--eval" ] && pkgs=("${eval_pkgs[@]}")
 [ "${1:-}" = "--sim" ] && pkgs=("${sim_pkgs[@]}")
+[ "${1:-}" = "--linux" ] && pkgs=("${linux_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -31,7 +31,7 @@ qemu_cmd() {
   done
   # shellcheck disable=SC2206 # QEMU_EXTRA is a list of options
   QEMU_CMD=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt ${QEMU_CPU:+-cpu "$QEMU_CPU"}
-    -bios "$OPENSBI" -kernel "$BUILD/kernel.elf"
+    -bios "$OPENSBI" -kernel "${KERNEL_IMAGE:-$BUILD/kernel.elf}"
     -nographic -smp "$1" -m "$2" -global virtio-mmio.force-legacy=false
     -netdev "${QEMU_NETDEV:-user,id=net0$fwd}" -device virtio-net-device,netdev=net0 ${QEMU_EXTRA:-} -append "$3")
 }
@@ -206,6 +206,24 @@ drive_matrixd_stats() {
   python3 scripts/console-drive.py "$log" --timeout 300 --end kill \
     --expect "matrixd: baseline" --send '\r' --expect "coral> " "${runs[@]}" \
     --send 'stats\r' --expect "handed over" --expect "coral> " \
+    -- "${QEMU_CMD[@]}" 2> "$log.err"
+}
+
+# drive_linux_stats LOG SMP IMAGE [RUN...]: boot the Linux baseline IMAGE
+# (scripts/linux/build.sh) on SMP harts behind a host port (PORT, exported),
+# wait until each hart's mserver listens, run the RUN host commands in turn,
+# and stop it: drive_matrixd_stats's part for Linux. The kernel configures
+# the guest's address itself (ip=), the one Coral uses.
+drive_linux_stats() {
+  local log=$1 smp=$2 image=$3 r i
+  shift 3
+  local steps=(--expect "linuxinit: ")
+  for i in $(seq "$smp"); do steps+=(--expect "mserver: listening"); done
+  for r in "$@"; do steps+=(--run "$r"); done
+  PORT=$(free_port)
+  export PORT
+  KERNEL_IMAGE=$image qemu_cmd "$smp" 256M "console=ttyS0 quiet ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off" "$PORT"
+  python3 scripts/console-drive.py "$log" --timeout 300 --end kill "${steps[@]}" \
     -- "${QEMU_CMD[@]}" 2> "$log.err"
 }
 

@@ -4,10 +4,14 @@
 // set, non-blocking sockets.
 //
 //   mserver [-H addr=127.0.0.1] [-p port=6201] [--max-n N] [--stall-ms MS] [--quiet]
+//           [--reuseport]
 //
 // -p 0 picks a free port. Whatever the port, the first line on stdout is
 // "mserver: listening on ADDR:PORT", so a script can start it on port 0 and
 // read the port back without racing another process for it.
+// --reuseport: several mservers may listen on one port, and the kernel spreads
+// the connections over them (one per CPU: the Linux baseline of
+// scripts/linux/init.c runs it so in the Linux baseline's guest).
 // --corrupt (for tests, not in the usage text): the first answer to a request
 // is wrong by one, so a test can check that mclient notices.
 #define _GNU_SOURCE
@@ -35,8 +39,8 @@
 
 static struct {
   const char *host;
-  int port, max_n, stall_ms, quiet, corrupt;
-} opt = {"127.0.0.1", 6201, MP_MAX_N_DEFAULT, 2000, 0, 0};
+  int port, max_n, stall_ms, quiet, corrupt, reuseport;
+} opt = {"127.0.0.1", 6201, MP_MAX_N_DEFAULT, 2000, 0, 0, 0};
 
 struct sconn {
   int fd;
@@ -308,15 +312,16 @@ static void on_signal(int sig) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: mserver [-H addr=127.0.0.1] [-p port=6201, 0 = any] [--max-n N=%d (1..%d)]\n"
-             "               [--stall-ms MS=2000] [--quiet]\n",
+             "               [--stall-ms MS=2000] [--quiet] [--reuseport]\n",
           MP_MAX_N_DEFAULT, MP_MAX_N_LIMIT);
 }
 
 int main(int argc, char **argv) {
-  enum { O_MAXN = 256, O_STALL, O_QUIET, O_CORRUPT };
+  enum { O_MAXN = 256, O_STALL, O_QUIET, O_CORRUPT, O_REUSEPORT };
   static const struct option longs[] = {
     {"max-n", required_argument, NULL, O_MAXN}, {"stall-ms", required_argument, NULL, O_STALL},
     {"quiet", no_argument, NULL, O_QUIET},      {"corrupt", no_argument, NULL, O_CORRUPT},
+    {"reuseport", no_argument, NULL, O_REUSEPORT},
     {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
   };
   int ch;
@@ -328,6 +333,7 @@ int main(int argc, char **argv) {
     case O_STALL: opt.stall_ms = atoi(optarg); break;
     case O_QUIET: opt.quiet = 1; break;
     case O_CORRUPT: opt.corrupt = 1; break;
+    case O_REUSEPORT: opt.reuseport = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -357,6 +363,7 @@ int main(int argc, char **argv) {
   lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      (opt.reuseport && setsockopt(lfd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) ||
       bind(lfd, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(lfd, SOMAXCONN) < 0) {
     fprintf(stderr, "mserver: %s:%d: %s\n", opt.host, opt.port, strerror(errno));
     return 1;

@@ -290,6 +290,50 @@ if [ -z "$WHY" ]; then
 fi
 result until-refused
 
+# ---- --reuseport: two servers on one port share its connections (the Linux
+#      baseline runs one a hart so: scripts/linux/init.c); without it the
+#      second cannot bind ----
+if start_server reuse-a --reuseport; then
+  A=$SPID
+  : > "$OUT/reuse-b.server.out"
+  "$MSERVER" -p "$PORT" --reuseport > "$OUT/reuse-b.server.out" 2> "$OUT/reuse-b.server.err" &
+  B=$!
+  for _ in $(seq 300); do      # until it listens (30 s at most: a safety net)
+    grep -q "^mserver: listening" "$OUT/reuse-b.server.out" && break
+    kill -0 "$B" 2> /dev/null || break
+    sleep 0.1
+  done
+  clean_run reuseport 32 1 100
+  why_run=$WHY
+  kill -TERM "$B" 2> /dev/null
+  wait "$B"
+  rcb=$?
+  stop_server reuse-a
+  WHY=${why_run:-$WHY}
+  # Each server's own count ("mserver: N connections, ...", on exit).
+  na=$(sed -n 's/^mserver: \([0-9]*\) connections.*/\1/p' "$OUT/reuse-a.server.err")
+  nb=$(sed -n 's/^mserver: \([0-9]*\) connections.*/\1/p' "$OUT/reuse-b.server.err")
+  if [ -z "$WHY" ] && { [ $rcb -ne 0 ] || [ "${na:-0}" -lt 1 ] || [ "${nb:-0}" -lt 1 ] ||
+                        [ $((na + nb)) -ne 32 ]; }; then
+    # (32 connections all hashed to one server: about 1 in 2^31)
+    WHY="connections per server '$na' and '$nb' (want both > 0, 32 in all); second server's status $rcb"
+  fi
+  result reuseport
+  if start_server reuse-c; then
+    "$MSERVER" -p "$PORT" > "$OUT/reuse-d.server.out" 2> "$OUT/reuse-d.server.err"
+    rcd=$?
+    WHY=
+    grep -q "Address already in use" "$OUT/reuse-d.server.err" && [ $rcd -eq 1 ] ||
+      WHY="a second server without --reuseport: status $rcd, $(head -1 "$OUT/reuse-d.server.err")"
+    result reuseport-needed
+    stop_server reuse-c
+  else
+    fail reuseport-needed "mserver did not start"
+  fi
+else
+  fail reuseport "mserver did not start"
+fi
+
 # ---- many connections at once (the flood test's shape, smaller) ----
 if start_server flood; then
   client flood -c 300 -i 100 -d 1 --allow-refused
