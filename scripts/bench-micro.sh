@@ -332,6 +332,20 @@ full=$(value yield_resume_fullsave)
   (4: the turn's address stays in `s0`, which the CACS switch saves and
   restores anyway, and which user code, having no frame pointer, may use).
   profile.sh's counts are at the end of this page.
+- The `linux_` rows are Linux 6.1 (Debian's source, built by
+  scripts/linux/build.sh: tinyconfig and scripts/linux/linux.config, no
+  preemption, 250 Hz) on the same QEMU, one hart, `-icount shift=0,sleep=off`,
+  running ubench's loops as Linux programs (scripts/linux/lbench.c, static
+  glibc); like ubench's they count the whole hart, kernel included. The
+  targets above quote Linux from the issues (getpid 203, a switch 563-567,
+  the ping-pong 12,880); measured here, getpid and the ping-pong agree
+  within a quarter, but a switch costs Linux several times the quoted
+  figure, because `sched_yield` on Linux's fair scheduler often returns
+  without switching: the `*_sched_yield_call` rows divide the same span by
+  the yields made on both sides (a Coral `yield()` with an equal ready
+  always switches, so Coral's rows are per hand-off and per call at once).
+  A configuration closer to a distribution's (a preemptible kernel,
+  tracing, more drivers) would cost more, not less.
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.
