@@ -339,13 +339,14 @@ full=$(value yield_resume_fullsave)
   glibc); like ubench's they count the whole hart, kernel included. The
   targets above quote Linux from the issues (getpid 203, a switch 563-567,
   the ping-pong 12,880); measured here, getpid and the ping-pong agree
-  within a quarter, but a switch costs Linux several times the quoted
-  figure, because `sched_yield` on Linux's fair scheduler often returns
-  without switching: the `*_sched_yield_call` rows divide the same span by
-  the yields made on both sides (a Coral `yield()` with an equal ready
-  always switches, so Coral's rows are per hand-off and per call at once).
-  A configuration closer to a distribution's (a preemptible kernel,
-  tracing, more drivers) would cost more, not less.
+  within a quarter, but a switch costs Linux about four times the quoted
+  figure. Part of that is `sched_yield` on Linux's fair scheduler, which
+  often returns without switching (here 1.4 to 1.5 calls per hand-off): the
+  `*_sched_yield_call` rows divide the same span by the yields made on
+  both sides, and are still nearly three times the quoted figure. How the
+  quoted figures were measured is not known here. (A Coral `yield()` with
+  an equal ready always switches, so Coral's rows are per hand-off and per
+  call at once.)
 - Bytes per idle stackless coroutine = its 48-byte control block plus the
   slot-table directory, measured as the change in pages in use across 10,000
   spawns on a fresh executor.
