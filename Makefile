@@ -13,12 +13,14 @@
 #   make eval         the COPS paper's evaluation (section 5) with plots -> docs/results/eval.md
 #                     (about 15 minutes; QUICK=1: about 5, fewer points)
 #   make bench-smp    spinlock / FIFO hand-off / CES mutex at 1, 2, 4 harts (no
-#                     -icount) -> docs/results/smp.md
+#                     -icount), matrixd at 1 and 2 harts, beside Linux 6.1 in issue
+#                     13's loads (scripts/linux/; LINUX=0: without) -> docs/results/smp.md
 #   make bench-netlock the network lock as a CES mutex against the spinlock it
 #                     replaced (bootargs netlock=spin), matrixd on 1 and 2 harts,
 #                     with the lock's contention counters -> docs/results/netlock.md
 #   make bench-micro  in-guest microbenchmarks (QEMU -icount shift=0); with our
-#                     QEMU built (make qemu-n, or NATIVE=1) also on native N
+#                     QEMU built (make qemu-n, or NATIVE=1) also on native N; and
+#                     Linux 6.1's figures on the same QEMU (LINUX=0: without)
 #   make qemu NATIVE=1  boot on our QEMU with the N extension (hw/qemu)
 #   make trace        a scheduler timeline of matrixd under the client -> build/trace/trace.json,
 #                     docs/results/trace.png (scripts/trace.sh; docs/results/trace.md)
