@@ -98,7 +98,7 @@ issue13_rows() {
     echo "From [$3]($3): its rounds, the host's steal in each, and more figures."
     echo "A configuration named -tap ran on a tap device (the host's own TCP stack),"
     echo "the others on QEMU's user network (slirp, in QEMU's main thread); each is"
-    echo "divided by the one-hart configuration of its network."
+    echo "divided by the one-hart configuration of its network (and of Linux, for Linux's)."
   else
     echo "(not measured: run scripts/bench-smp.sh)"
   fi
