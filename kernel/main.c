@@ -8,6 +8,7 @@
 #include "hart.h"
 #include "initrd.h"
 #include "proc.h"
+#include "status.h"
 #include "switcher.h"
 #include "vdso_map.h"
 #include "prio.h"
@@ -166,6 +167,7 @@ void kmain(uint64_t hartid, uint64_t dtb) {
   plic_init();
   uart_init();
   sched_init();
+  status_start();         // Ctrl-T on the console (kernel/status.c)
   proc_init();
   start_secondaries();
 

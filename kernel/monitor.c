@@ -35,26 +35,32 @@ static int read_line(char *buf, int max) {
 
 extern const struct stats_source __stats_start[], __stats_end[];   // linker.ld
 
-// Print every registered source of group (all of them if group is 0).
-static void print_stats(const char *group) {
+// Print every registered source of group; if group is 0, every counter, and
+// the listings too if listings is set.
+static void print_stats(const char *group, int listings) {
   for (const struct stats_source *src = __stats_start; src < __stats_end; src++)
-    if (!group || strcmp(src->group, group) == 0)
+    if (group ? strcmp(src->group, group) == 0 : listings || !src->listing)
       src->print(kprintf);
 }
 
-void monitor_stats(void) { print_stats(0); }
+void monitor_stats(void) { print_stats(0, 0); }
+
+void monitor_status(void) { print_stats(0, 1); }
 
 static void help(void) {
   kprintf("commands:\n"
           "  stats     scheduler, interrupt, memory, console and network counters\n"
           "  net       network card counters\n"
           "  locks     spinlocks found held: waits and polls, by lock name\n"
+          "  procs     processes and threads: user-interrupt and async-call state\n"
+          "  sockets   TCP connections: lwIP state, unread bytes, waiters\n"
           "  check     verify the executor's invariants now\n"
           "  sleep MS  block this coroutine for MS milliseconds\n"
           "  trace on [N]  start the scheduler trace (N records a hart)\n"
           "  trace off     stop it; trace dump: stop and print it (base64)\n"
           "  trace         its state: records written, kept and lost per hart\n"
-          "  poweroff  shut the machine down\n");
+          "  poweroff  shut the machine down\n"
+          "Ctrl-T prints stats, procs and sockets at any time, whoever has the console.\n");
 }
 
 // trace [on [N] | off | dump]: the scheduler trace (kernel/trace.h).
@@ -93,10 +99,9 @@ static void monitor_main(void *arg) {
       help();
     else if (strcmp(line, "stats") == 0)
       monitor_stats();
-    else if (strcmp(line, "net") == 0)
-      print_stats("net");
-    else if (strcmp(line, "locks") == 0)
-      print_stats("locks");
+    else if (strcmp(line, "net") == 0 || strcmp(line, "locks") == 0 ||
+             strcmp(line, "procs") == 0 || strcmp(line, "sockets") == 0)
+      print_stats(line, 0);
     else if (strcmp(line, "check") == 0)
       kprintf("%s\n", exec_check(&kexec, why, sizeof why) ? why : "executor invariants hold");
     else if (strncmp(line, "sleep ", 6) == 0) {

@@ -4,4 +4,5 @@
 #define MONITOR_PRIO 2
 void monitor_start(void);
 void monitor_stats(void);    // print every counter (also used by the tests on failure)
+void monitor_status(void);   // the counters and the listings (procs, sockets): the status key
 #endif

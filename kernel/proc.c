@@ -15,6 +15,8 @@
 #include "palloc.h"
 #include "printf.h"
 #include "poweroff.h"
+#include "stats.h"
+#include "uintc.h"
 
 static struct proc procs[NPROC];
 static struct spinlock ptable_lock = SPINLOCK_INIT("ptable");   // state, pids, parent links
@@ -612,3 +614,103 @@ int proc_kill(int pid) {
   proc_terminate(victim, -1);
   return 0;
 }
+
+// ---- the `procs` listing (the monitor, the status key) ----
+// What a process and its threads are waiting for, to tell a lost wake from a
+// busy system: the ring's head and tail (entries the process has not taken),
+// completions held for lack of space, async calls in the kernel, and for each
+// thread its state, hart, uwait, and pending and enabled user interrupts.
+// Each process is copied under its locks and printed after they are let go:
+// the process table's lock keeps its threads from being freed (free_slot),
+// and its own lock keeps thread_join from freeing one.
+#define LIST_THREADS 8             // threads shown per process (the rest counted)
+
+struct thread_snap {
+  int tid, state, on_hart, uwait_state, parked, in_handler, uintc;
+  cid_t worker;
+  uint64_t uip, uie, ustatus, posted, delivered;
+};
+
+static const char *const thread_state_names[] = {
+  [T_FREE] = "free", [T_RUNNABLE] = "runnable", [T_RUNNING] = "running",
+  [T_BLOCKED] = "blocked", [T_DONE] = "done",
+};
+static const char *const uwait_names[] = {
+  [UWAIT_NONE] = "-", [UWAIT_WAITING] = "waiting", [UWAIT_KICKED] = "kicked",
+};
+
+static void print_procs(stats_out_fn *out) {
+  out("procs: pid name state kmode | ring head tail held | async calls, parked reads | "
+      "user ready | threads\n");
+  for (int i = 0; i < NPROC; i++) {
+    struct proc *p = &procs[i];
+    struct thread_snap ts[LIST_THREADS];
+    int nts = 0, nthreads, pid, state, kmode, killed, inflight, workers = 0, ready = 0;
+    uint32_t head = 0, tail = 0, nwaiting = 0;
+    char name[MAXNAME];
+    spin_lock(&ptable_lock);
+    if (p->state == P_FREE) {
+      spin_unlock(&ptable_lock);
+      continue;
+    }
+    pid = p->pid;
+    state = p->state;
+    kmode = p->kmode;
+    killed = __atomic_load_n(&p->killed, __ATOMIC_RELAXED);
+    inflight = __atomic_load_n(&p->async_inflight, __ATOMIC_RELAXED);
+    memcpy(name, p->name, sizeof name);
+    name[MAXNAME - 1] = 0;
+    if (state == P_RUNNING && !killed)
+      ready = prio_user_has_ready(p);    // (its executor page lives until the process ends)
+    spin_lock(&p->lock);
+    nthreads = p->nthreads;
+    for (struct async_worker *w = p->async_workers; w; w = w->next)
+      workers++;
+    for (int t = 0; t < nthreads && nts < LIST_THREADS; t++) {
+      struct thread *th = p->threads[t];
+      if (!th || th->state == T_FREE)
+        continue;
+      ts[nts++] = (struct thread_snap){
+        .tid = th->tid, .state = th->state, .on_hart = th->on_hart,
+        .uwait_state = th->uwait_state, .parked = th->park.wq != 0,
+        .in_handler = (int)th->ui.in_handler, .uintc = th->ui.uintc_entry1,
+        .worker = th->worker, .uip = th->ui.n.uip, .uie = th->ui.n.uie,
+        .ustatus = th->ui.n.ustatus, .posted = th->ui.posted, .delivered = th->ui.delivered,
+      };
+      if (th->ui.uintc_entry1 && uintc_pending(th->ui.uintc_entry1 - 1))
+        ts[nts - 1].uip |= NM_USIP;      // (waiting in its controller entry)
+    }
+    spin_unlock(&p->lock);
+    spin_lock(&p->ring_lock);
+    if (p->ring) {
+      head = p->ring->head;
+      tail = p->ring->tail;
+      nwaiting = p->ring_nwaiting;
+    }
+    spin_unlock(&p->ring_lock);
+    uint64_t parked = 0;          // (no popcount: libgcc's is not built for the kernel)
+    for (uint64_t u = __atomic_load_n(&p->apark_used, __ATOMIC_RELAXED); u; u &= u - 1)
+      parked++;
+    spin_unlock(&ptable_lock);
+
+    static const char *const state_names[] = { "free", "embryo", "running", "zombie" };
+    static const char *const kmode_names[] = {
+      [KMODE_COROUTINE] = "coroutine", [KMODE_THREAD] = "thread", [KMODE_POLLER] = "poller",
+    };
+    out("  %d %s %s%s kmode %s | ring %u %u (%u untaken) held %u | async %d (%d coroutines), "
+        "parked %lu | ready %d | %d\n",
+        pid, name, state_names[state], killed ? " killed" : "",
+        kmode >= 0 && kmode <= KMODE_POLLER ? kmode_names[kmode] : "?", head, tail, tail - head,
+        nwaiting, inflight, workers, parked, ready, nthreads);
+    for (int t = 0; t < nts; t++)
+      out("    thread %d %s hart %d uwait %s%s worker 0x%lx | uip 0x%lx uie 0x%lx ustatus 0x%lx "
+          "in handler %d | posted %lu delivered %lu%s\n",
+          ts[t].tid, thread_state_names[ts[t].state], ts[t].on_hart, uwait_names[ts[t].uwait_state],
+          ts[t].parked ? " parked" : "", (unsigned long)ts[t].worker, ts[t].uip, ts[t].uie,
+          ts[t].ustatus, ts[t].in_handler, ts[t].posted, ts[t].delivered,
+          ts[t].uintc ? " (controller entry)" : "");
+    if (nthreads > nts)
+      out("    (%d more thread slots not shown)\n", nthreads - nts);
+  }
+}
+STATS_LISTING(50, "procs", print_procs);

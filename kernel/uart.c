@@ -9,6 +9,7 @@
 #include "plic.h"
 #include "printf.h"
 #include "stats.h"
+#include "status.h"
 #include "vm.h"
 #include "waitq.h"
 
@@ -65,11 +66,15 @@ void uart_init(void) {
 }
 
 void uart_interrupt(void) {
-  int got = 0;
+  int got = 0, status = 0;
   spin_lock(&rx_lock);
   for (int got_c; (got_c = hw->getc(regs)) >= 0;) {
     uint8_t c = (uint8_t)got_c;
     rx_count++;
+    if (c == STATUS_KEY) {       // never a program's input (kernel/status.c)
+      status = 1;
+      continue;
+    }
     if (rx_tail - rx_head < RX_RING)
       rx_buf[rx_tail++ % RX_RING] = c;
     else
@@ -79,6 +84,8 @@ void uart_interrupt(void) {
   spin_unlock(&rx_lock);
   if (got)
     waitq_wake_all(&rx_wait);
+  if (status)
+    status_key();
 }
 
 static int rx_pop(int *c) {

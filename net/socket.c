@@ -613,3 +613,61 @@ static void print_stats(stats_out_fn *out) {
       sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out);
 }
 STATS_SOURCE(42, "net", print_stats);
+
+// ---- the `sockets` listing (the monitor, the status key: kernel/status.c) ----
+// Every TCP connection's lwIP state and what our socket holds: unread bytes,
+// the peer's FIN, an error, references, and whether anyone waits on it. A
+// connection whose peer has closed (CLOSE_WAIT) with its FIN unread and
+// nobody waiting is a process that stopped asking; one with a waiter is a
+// wake that never came. Copied under the network lock, printed after it.
+#define LIST_CONNS 32              // connections shown (every one is counted by state)
+
+struct conn_snap {
+  uint16_t local, remote;
+  uint8_t state, rx_eof, waiter, has_sock;
+  int err, refs, rx_bytes;
+};
+
+static void print_sockets(stats_out_fn *out) {
+  if (!vnet_present() || !net_started())
+    return;
+  struct conn_snap cs[LIST_CONNS];
+  int n = 0, by_state[TIME_WAIT + 1] = { 0 }, listeners = 0;
+  net_lock();
+  struct tcp_pcb *lists[] = { tcp_active_pcbs, tcp_tw_pcbs };
+  for (unsigned int l = 0; l < sizeof lists / sizeof lists[0]; l++)
+    for (struct tcp_pcb *pcb = lists[l]; pcb; pcb = pcb->next) {
+      if (pcb->state <= TIME_WAIT)
+        by_state[pcb->state]++;
+      if (n == LIST_CONNS)
+        continue;
+      struct socket *s = pcb->callback_arg;
+      cs[n++] = (struct conn_snap){
+        .local = pcb->local_port, .remote = pcb->remote_port, .state = (uint8_t)pcb->state,
+        .has_sock = s != 0, .rx_eof = s && s->rx_eof, .waiter = s && s->wq.head != 0,
+        .err = s ? s->err : 0, .refs = s ? s->refs : 0, .rx_bytes = s && s->rx ? s->rx->tot_len : 0,
+      };
+    }
+  for (struct tcp_pcb_listen *lp = tcp_listen_pcbs.listen_pcbs; lp; lp = lp->next)
+    listeners++;
+  int nsock = nsockets;
+  net_unlock();
+  out("sockets: %d, listening %d; connections:", nsock, listeners);
+  for (int st = 0; st <= TIME_WAIT; st++)
+    if (by_state[st])
+      out(" %s %d", tcp_debug_state_str((enum tcp_state)st), by_state[st]);
+  out("%s\n", n ? "" : " none");
+  for (int i = 0; i < n; i++) {
+    if (!cs[i].has_sock) {
+      out("  port %u peer %u %s (no socket: closed by us)\n", cs[i].local, cs[i].remote,
+          tcp_debug_state_str((enum tcp_state)cs[i].state));
+      continue;
+    }
+    out("  port %u peer %u %s | unread %d%s err %d refs %d | %s\n", cs[i].local, cs[i].remote,
+        tcp_debug_state_str((enum tcp_state)cs[i].state), cs[i].rx_bytes,
+        cs[i].rx_eof ? " +FIN" : "", cs[i].err, cs[i].refs, cs[i].waiter ? "waited on" : "no waiter");
+  }
+  if (n == LIST_CONNS)
+    out("  (only the first %d shown)\n", LIST_CONNS);
+}
+STATS_LISTING(55, "sockets", print_sockets);

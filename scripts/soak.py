@@ -40,6 +40,7 @@ import argparse
 import os
 import re
 import socket
+import shutil
 import signal
 import subprocess
 import sys
@@ -165,7 +166,10 @@ class Guest:
             return len(self.out)
 
     def send(self, line):
-        self.proc.stdin.write(line.encode() + b"\r")
+        self.send_raw(line.encode() + b"\r")
+
+    def send_raw(self, data):
+        self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
     def wait_for(self, pattern, since, limit):
@@ -196,6 +200,28 @@ class Guest:
                 self.proc.wait()
         self.reader.join(5)
         self.log.close()
+
+
+def backtraces(a):
+    """Every hart's backtrace through QEMU's gdb stub, into LOG-gdb.log: where
+    each hart is when the status key is not enough (a hart stuck with its
+    interrupts off never prints it; the console's interrupt goes to hart 0)."""
+    if not a.gdb_port or not shutil.which("gdb-multiarch"):
+        return
+    out = os.path.join(a.log_dir, a.prefix + "-gdb.log")
+    cmd = ["gdb-multiarch", "-nx", "-batch", "-ex", "set pagination off",
+           "-ex", f"target remote 127.0.0.1:{a.gdb_port}", "-ex", "info threads",
+           "-ex", "thread apply all bt 30", "-ex", "thread apply all info registers pc sp ra sstatus",
+           a.kernel_elf]
+    try:
+        with open(out, "w") as f:
+            subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=60)
+        print(f"soak: every hart's backtrace (gdb) is in {out}", flush=True)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"soak: no backtraces: {e}", flush=True)
+
+
+STATUS_KEY = b"\x14"              # Ctrl-T: the kernel prints its counters and listings
 
 
 class Soak:
@@ -394,6 +420,9 @@ def main():
     ap.add_argument("--summary", default=None, help="write the result as Markdown here")
     ap.add_argument("--command", default="make soak", help="how this run was started (for the summary)")
     ap.add_argument("--mclient", default="build/host/mclient")
+    ap.add_argument("--gdb-port", type=int, default=0,
+                    help="QEMU's gdb stub (-gdb tcp::PORT): on a failure, every hart's backtrace")
+    ap.add_argument("--kernel-elf", default="build/kernel.elf", help="symbols for those backtraces")
     ap.add_argument("--checks", action="store_true", help="PASS/FAIL lines for make test")
     ap.add_argument("--plant-open-conn", action="store_true",
                     help="a self-test: hold one connection open from the start to the end, "
@@ -467,6 +496,16 @@ def main():
                     s.say(f"end: the counters were back after {tries} look(s)")
         for row in s.table():
             print("soak: " + row, flush=True)
+        if s.failures and g.alive():
+            # The status key (kernel/status.c): what each process, thread and
+            # connection waits for, into the console log, before the boot ends.
+            at = g.mark()
+            g.send_raw(STATUS_KEY)
+            if g.wait_for(r"^status: end", at, 60):
+                s.say(f"the kernel's status (Ctrl-T) is in {a.log}")
+            else:
+                s.say("the kernel did not answer the status key (Ctrl-T) within 60 s")
+            backtraces(a)
     finally:
         g.stop()
     t = s.trouble()

@@ -383,6 +383,15 @@ if [ $rc -eq 1 ] && grep -q "^FAIL soak/counter/sockets: start [0-9]*, end [0-9]
 else
   fail "soak/planted-open-connection-caught" "want status 1 and FAIL lines for sockets and tcp_pcbs, got status $rc (see $LOGS/soak-planted.log)"
 fi
+# A failed soak ends with the status key (Ctrl-T, kernel/status.c): its
+# listing must show the connection held open, established and waited on by
+# the KCUC server's receive.
+if grep -q "^  port 80 peer [0-9]* ESTABLISHED | unread 0 err 0 refs [0-9]* | waited on" "$LOGS/soak-planted-qemu.log" &&
+   grep -q "^status: end" "$LOGS/soak-planted-qemu.log"; then
+  pass "soak/planted-connection-in-status-listing"
+else
+  fail "soak/planted-connection-in-status-listing" "the status key's listing after the failed run must show port 80's open connection waited on (see $LOGS/soak-planted-qemu.log)"
+fi
 part_done soak
 
 # ---- 3. boot matrix: the kernel must find harts and memory in the DTB ----
@@ -430,6 +439,7 @@ if python3 scripts/console-drive.py "$log" --end exit \
      --expect "coral> " --send 'stats\r' --expect "hart 1 (id" \
      --expect "coral> " --send 'check\r' --expect "executor invariants hold" \
      --expect "coral> " --send 'sleep 20\r' --expect "slept 20 ms" \
+     --expect "coral> " --send 'procs\r' --expect "procs: pid name state kmode" \
      --expect "coral> " --send 'bogus\r' --expect "unknown command 'bogus'" \
      --expect "coral> " --send 'poweroff\r' --expect "bye" \
      -- "${QEMU_CONSOLE[@]}" -append monitor 2> "$log.why"; then
@@ -438,17 +448,20 @@ else
   fail "console/monitor" "$(cat "$log.why") (see $log)"
 fi
 
-# ---- 3d. the default boot: init starts the shell, which runs programs by name ----
+# ---- 3d. the default boot: init starts the shell, which runs programs by name;
+#      the status key (Ctrl-T) lists the shell's process and never reaches it ----
 log=$LOGS/shell.log
 if python3 scripts/console-drive.py "$log" \
      --expect '$ ' --send 'hello a b\r' --expect 'argv[2] = "b"' \
      --expect '$ ' --send 'echo one two\r' --expect 'one two' \
      --expect '$ ' --send 'nosuchprog\r' --expect "nosuchprog: no such program" \
      --expect '$ ' --send 'pipetest\r' --expect 'pipetest: moved' --expect ' failed' --expect '$ ' \
+     --send $'\x14' --expect 'status (Ctrl-T):' --expect ' sh running kmode coroutine' \
+     --expect 'status: end' --send 'hello after-status\r' --expect 'argv[1] = "after-status"' \
      -- "${QEMU_CONSOLE[@]}" 2> "$log.why" && ! grep -q "pipetest.*FAIL" "$log"; then
   pass "shell/programs"
 else
-  fail "shell/programs" "$(cat "$log.why" 2> /dev/null) the shell did not run hello/echo/pipetest as expected (see $log)"
+  fail "shell/programs" "$(cat "$log.why" 2> /dev/null) the shell did not run hello/echo/pipetest or answer Ctrl-T as expected (see $log)"
 fi
 
 # ---- 4. a kernel fault prints a full report and shuts the machine down ----
