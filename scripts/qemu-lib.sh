@@ -22,15 +22,22 @@ export CORAL_RUN_TAG=${CORAL_RUN_TAG:-coral-run-$$-$RANDOM}
 # "-icount shift=0,sleep=off"). QEMU_NETDEV replaces the user network (e.g. a
 # tap: scripts/bench-conn.sh NET=tap); QEMU_HOSTFWD adds forwards, as
 # "HOSTPORT:GUESTPORT ..." (make soak: one per matrixd). The command is
-# timeout running QEMU: started as a simple command with `&`, $! is timeout's
-# pid, and killing it ends QEMU too (timeout passes the signal on).
+# scripts/qemu-watchdog.py running QEMU, which stops it after QEMU_LIMIT
+# seconds as timeout(1) would, but first prints every hart's backtrace,
+# taken through QEMU's gdb stub on QEMU_GDB_PORT (set here), into the run's
+# log. Started as a simple command with `&`, $! is the watchdog's pid, and
+# killing it ends QEMU too (it passes the signal on).
+QEMU_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 qemu_cmd() {
   local fwd=${4:+,hostfwd=tcp:127.0.0.1:$4-:80} f
   for f in ${QEMU_HOSTFWD:-}; do
     fwd+=",hostfwd=tcp:127.0.0.1:${f%%:*}-:${f#*:}"
   done
+  QEMU_GDB_PORT=$(free_port)
   # shellcheck disable=SC2206 # QEMU_EXTRA is a list of options
-  QEMU_CMD=(timeout "$QEMU_LIMIT" "$QEMU" -machine virt ${QEMU_CPU:+-cpu "$QEMU_CPU"}
+  QEMU_CMD=(python3 "$QEMU_LIB_DIR/qemu-watchdog.py" "$QEMU_LIMIT" "$QEMU_GDB_PORT"
+    "${KERNEL_IMAGE:-$BUILD/kernel.elf}" --
+    "$QEMU" -machine virt ${QEMU_CPU:+-cpu "$QEMU_CPU"}
     -bios "$OPENSBI" -kernel "${KERNEL_IMAGE:-$BUILD/kernel.elf}"
     -nographic -smp "$1" -m "$2" -global virtio-mmio.force-legacy=false
     -netdev "${QEMU_NETDEV:-user,id=net0$fwd}" -device virtio-net-device,netdev=net0 ${QEMU_EXTRA:-} -append "$3")

@@ -44,13 +44,12 @@ done
 # The run's own limit, a safety net: the soak, plus generous room for boot,
 # warm-up, rounds that run late and the end's settling.
 QEMU_LIMIT=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 * 1.5 + 900 }')
-# QEMU's gdb stub, unused unless the run fails: then soak.py takes every
-# hart's backtrace through it (a hart stuck with interrupts off cannot print).
-gdbport=$(free_port)
-QEMU_EXTRA="${QEMU_EXTRA:-} -gdb tcp:127.0.0.1:$gdbport" QEMU_HOSTFWD=$fwd qemu_cmd 2 256M "" "${ports[0]}"
+# (qemu_cmd sets QEMU_GDB_PORT: on a failure soak.py takes every hart's
+# backtrace through that stub, as the watchdog does on a hang.)
+QEMU_HOSTFWD=$fwd qemu_cmd 2 256M "" "${ports[0]}"
 
 IFS=, eval 'portlist="${ports[*]}"'
 exec python3 scripts/soak.py --ports "$portlist" --minutes "$MINUTES" --round "$ROUND" \
   --warmup "$WARMUP" --log "$LOGDIR/$NAME-qemu.log" --summary "$SUMMARY" --command "$CMD" \
-  --mclient "$BUILD/host/mclient" --gdb-port "$gdbport" --kernel-elf "$BUILD/kernel.elf" \
+  --mclient "$BUILD/host/mclient" --gdb-port "$QEMU_GDB_PORT" --kernel-elf "$BUILD/kernel.elf" \
   "$@" -- "${QEMU_CMD[@]}"

@@ -475,6 +475,20 @@ if [ $rc -ne 124 ] && grep -q "KERNEL FAULT on hart .*: load page fault" "$log" 
 else
   fail "fault/report" "fault report incomplete or machine did not stop (status $rc, see $log)"
 fi
+
+# ---- 4b. a run that never ends (the default boot, with no console input)
+#      meets the safety net: scripts/qemu-watchdog.py prints both harts'
+#      backtraces, taken through QEMU's gdb stub, then stops QEMU with 124 ----
+log=$LOGS/watchdog.log
+QEMU_LIMIT=10 run_qemu "$log" 2 128M ""
+rc=$?
+if [ $rc -eq 124 ] && grep -q "^qemu-watchdog: QEMU still running after 10 s" "$log" &&
+   grep -q "^Thread 2 (Thread 1.2 (CPU#1" "$log" && grep -q "^#[0-9].* in sched_loop ()\|^#[0-9]  sched_loop ()" "$log" &&
+   grep -q "^qemu-watchdog: stopping QEMU" "$log"; then
+  pass "watchdog/backtraces-on-hang"
+else
+  fail "watchdog/backtraces-on-hang" "want status 124 and both harts' backtraces from the watchdog, got status $rc (see $log)"
+fi
 part_done boot
 
 # ---- 5. nothing this run started is still running (QEMU, servers, clients) ----
