@@ -8,7 +8,7 @@ QEMU gets a gdb stub on 127.0.0.1:GDBPORT (-gdb), which costs nothing while
 no debugger is attached. QEMU's exit status is passed on (the kernel's verdict,
 kernel/poweroff.c). If QEMU is still running after LIMIT seconds, the run has
 hung: every hart's backtrace and registers are taken through the stub with
-gdb-multiarch (symbols from ELF, if it exists) and printed on stderr, which the
+gdb-multiarch (symbols from ELF, if it is an .elf file) and printed on stderr, which the
 scripts send to the run's log; then QEMU is stopped and the status is 124, as
 timeout's. A hart spinning with its interrupts off, which no console command
 can reach, shows up there with its whole call chain. TERM, INT and HUP are
@@ -30,8 +30,8 @@ def backtraces(port, elf):
            "-ex", f"target remote 127.0.0.1:{port}", "-ex", "info threads",
            "-ex", "thread apply all bt 30",
            "-ex", "thread apply all info registers pc sp ra sstatus sepc scause"]
-    if elf and os.path.exists(elf):
-        cmd.append(elf)
+    if elf.endswith(".elf") and os.path.exists(elf):
+        cmd.append(elf)              # (not a raw image, such as Linux's: no symbols)
     try:
         r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=60)
