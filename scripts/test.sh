@@ -269,6 +269,10 @@ user_suite() {   # user_suite PREFIX
   # ... and with idle threads kicked at the first kernel entry that sees
   # ready coroutines (the kernel before the kick delay), for comparison
   user_prog "$prefix" cputest-smp2-eager 2 cputest,--eager kick_us=0
+  # the completion path under churn on two executor threads, with a
+  # watchdog for a lost wake (user/wakestress.c): coroutine and poller modes
+  user_prog "$prefix" wakestress-smp2 2 "wakestress,15"
+  user_prog "$prefix" wakestress-poller-smp2 2 "wakestress,15,2"
   # the CES mutex from coroutines on two threads (alloc_cpu)
   for smp in 2 4; do
     user_prog "$prefix" "cestest-smp$smp" $smp cestest

@@ -9,7 +9,7 @@
 # again lets the next rule the Makefile defines become the default, as usual).
 user_saved_goal := $(.DEFAULT_GOAL)
 
-UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace cestest conntest burst kstats fencecost sysfuzz insnfuzz
+UPROGS := hello echo sh init usertests fault spin sleeper pipetest coptest asynctest prodcons asyncread ubench priotest threadtest cputest matrixd socktest utrace cestest conntest burst kstats fencecost sysfuzz insnfuzz wakestress
 UBINS := $(UPROGS:%=$(BUILD)/user/bin/%)
 
 # Programs built from more than user/NAME.c: their extra objects. matrixd is the
