@@ -65,6 +65,34 @@ static long uc_async(uint64_t nr, long a0, long a1, long a2) {
   return r;
 }
 
+// The receiver's recv: uc_async with its call's entry kept in *op while it
+// waits, so that the watchdog can tell bytes still to come (the call in
+// flight in the kernel) from bytes that came and wait for this coroutine to
+// run (the entry completed): a server too busy to run a low-priority
+// receiver for the stall time must not blame its peer for it. (The wait is
+// cops_async's own, cops.h.)
+static long uc_recv(struct cops_op *volatile *op, int fd, char *buf, long want) {
+  unlock();
+  uintptr_t s = cops_async_submit(SYS_recv, fd, (long)buf, want);
+  struct cops_op *o = (struct cops_op *)(s & ~(uintptr_t)1);
+  if (!(s & 1)) {
+    __atomic_store_n(op, o, __ATOMIC_RELEASE);
+    do
+      cops_block();
+    while (__atomic_load_n(&o->cid, __ATOMIC_ACQUIRE) != 0);
+  }
+  long r = o->result;
+  lock();
+  *op = 0;
+  return r;
+}
+
+// The receiver's call has not completed: what the stall rule waits on is
+// still the peer's. (An entry is reused only by its coroutine's next call.)
+static int recv_in_flight(struct cops_op *o) {
+  return o && __atomic_load_n(&o->cid, __ATOMIC_ACQUIRE) != 0;
+}
+
 static void uc_yield(void) {
   unlock();
   cops_yield();
@@ -92,6 +120,7 @@ struct uconn {
   int outstanding;             // replies made and not yet sent
   int rx_throttled;            // the receiver waits for outstanding to drop
   int in_recv;                 // the receiver is inside recv: its parser is idle
+  struct cops_op *volatile rx_op;   // its call's entry while it waits (uc_recv)
   int in_send;
   long send_since;
   int ps_idle, ps_buffered;    // md_parse_idle and mp_buffered of ps, as of the
@@ -374,7 +403,7 @@ static void receiver(void *arg) {
       break;
     }
     c->in_recv = 1;
-    long r = uc_async(SYS_recv, c->fd, (long)buf, want);
+    long r = uc_recv(&c->rx_op, c->fd, buf, want);
     c->in_recv = 0;
     if (c->dying || r <= 0) {
       if (!idle)
@@ -576,9 +605,12 @@ static void watchdog(void *arg) {
       next = c->next;          // (a stall may take c off the list)
       if (c->dying)
         continue;
-      // The receiver is parked in recv and its parser holds part of a
-      // request that has not grown for MD_STALL_MS: answer "incomplete request".
-      if (c->in_recv && c->ps_buffered && now - c->ps.last_rx >= MD_STALL_MS) {
+      // The receiver is parked in recv, which has not completed, and its
+      // parser holds part of a request that has not grown for MD_STALL_MS:
+      // answer "incomplete request". (A completed recv whose receiver has
+      // not run yet is the server's delay, not the peer's: uc_recv.)
+      if (c->in_recv && c->ps_buffered && now - c->ps.last_rx >= MD_STALL_MS &&
+          recv_in_flight(c->rx_op)) {
         int prio = c->prio;
         // (A "close connection" that only the stall completes ends the
         // connection at once: the receiver is parked in recv.)
