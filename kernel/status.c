@@ -41,6 +41,9 @@ static int status_poll(void *arg) {
 
 void status_start(void) {
   waitq_init(&status_wait, "status-key");
-  if (kco_spawn(status_poll, 0, MONITOR_PRIO) < 0)
+  // Priority 0, the kernel's best: the key is pressed when something seems
+  // stuck, often with user work at the best priority a process may have (1)
+  // keeping every hart busy, which would leave the monitor's priority waiting.
+  if (kco_spawn(status_poll, 0, 0) < 0)
     kpanic("status: cannot spawn");
 }
