@@ -101,7 +101,10 @@ full=$(value yield_resume_fullsave)
   echo "\`rdinstret\`. \`sleep=off\` makes them repeatable: with QEMU's default (\`sleep=on\`) the"
   echo "virtual clock follows the host's clock while the guest idles, so the phase of the timer"
   echo "tick against the benchmark loops, and with it the figures, changed from run to run"
-  echo "(user_async_roundtrip 8,390 and 9,131 in two runs on one machine). Code:"
+  echo "(user_async_roundtrip 8,390 and 9,131 in two runs on one machine). Rows averaged"
+  echo "over loops that switch processes can still move in the first decimal between runs"
+  echo "(pipe_pingpong_roundtrip 4,548.1 and 4,547.7; Linux's 9,753.4 and 9,747.1 from one"
+  echo "image on 2026-11-30; why was not looked into). Code:"
   echo "tests/kernel/bench_micro.c and user/ubench.c."
   echo
   echo "| benchmark | value | unit | what it measures |"
