@@ -3,6 +3,7 @@
 guest is before stopping it.
 
     qemu-watchdog.py LIMIT GDBPORT ELF -- QEMU-COMMAND...
+    qemu-watchdog.py --backtraces GDBPORT ELF   (of a QEMU running now: make soak's)
 
 QEMU gets a gdb stub on 127.0.0.1:GDBPORT (-gdb), which costs nothing while
 no debugger is attached. QEMU's exit status is passed on (the kernel's verdict,
@@ -41,6 +42,9 @@ def backtraces(port, elf):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--backtraces":
+        sys.stdout.write(backtraces(int(sys.argv[2]), sys.argv[3]))
+        return
     if len(sys.argv) < 6 or sys.argv[4] != "--":
         sys.exit("usage: qemu-watchdog.py LIMIT GDBPORT ELF -- QEMU-COMMAND...")
     limit, port, elf, cmd = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[5:]

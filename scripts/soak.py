@@ -40,7 +40,6 @@ import argparse
 import os
 import re
 import socket
-import shutil
 import signal
 import subprocess
 import sys
@@ -205,17 +204,16 @@ class Guest:
 def backtraces(a):
     """Every hart's backtrace through QEMU's gdb stub, into LOG-gdb.log: where
     each hart is when the status key is not enough (a hart stuck with its
-    interrupts off never prints it; the console's interrupt goes to hart 0)."""
-    if not a.gdb_port or not shutil.which("gdb-multiarch"):
+    interrupts off never prints it; the console's interrupt goes to hart 0).
+    scripts/qemu-watchdog.py takes them, as it does for a run that hangs."""
+    if not a.gdb_port:
         return
     out = os.path.join(a.log_dir, a.prefix + "-gdb.log")
-    cmd = ["gdb-multiarch", "-nx", "-batch", "-ex", "set pagination off",
-           "-ex", f"target remote 127.0.0.1:{a.gdb_port}", "-ex", "info threads",
-           "-ex", "thread apply all bt 30", "-ex", "thread apply all info registers pc sp ra sstatus",
-           a.kernel_elf]
+    cmd = [sys.executable, os.path.join(HERE, "qemu-watchdog.py"), "--backtraces",
+           str(a.gdb_port), a.kernel_elf]
     try:
         with open(out, "w") as f:
-            subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=60)
+            subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=90)
         print(f"soak: every hart's backtrace (gdb) is in {out}", flush=True)
     except (OSError, subprocess.TimeoutExpired) as e:
         print(f"soak: no backtraces: {e}", flush=True)
