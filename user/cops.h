@@ -109,9 +109,9 @@ static inline __attribute__((always_inline)) void cops_block(void) {
 // The wait blocks before it looks: a completion that was drained already has
 // woken the caller while it ran, and the executor remembered that wake, so
 // the block returns at once. Inline, so that the switch saves only what is
-// live in the caller.
-static inline __attribute__((always_inline)) long cops_async(uint64_t nr, long a0, long a1, long a2) {
-  uintptr_t s = cops_async_submit(nr, a0, a1, a2);
+// live in the caller. s is what cops_async_submit returned: a caller may keep
+// the call's entry meanwhile (its cid is 0 once the call is over).
+static inline __attribute__((always_inline)) long cops_async_wait(uintptr_t s) {
   struct cops_op *o = (struct cops_op *)(s & ~(uintptr_t)1);
   if (__builtin_expect(!(s & 1), 1)) {
     // (Only a completion stores 0 there, and only the caller its cid.)
@@ -120,6 +120,10 @@ static inline __attribute__((always_inline)) long cops_async(uint64_t nr, long a
     while (__atomic_load_n(&o->cid, __ATOMIC_ACQUIRE) != 0);
   }
   return o->result;
+}
+
+static inline __attribute__((always_inline)) long cops_async(uint64_t nr, long a0, long a1, long a2) {
+  return cops_async_wait(cops_async_submit(nr, a0, a1, a2));
 }
 
 #endif

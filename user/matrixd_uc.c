@@ -69,19 +69,12 @@ static long uc_async(uint64_t nr, long a0, long a1, long a2) {
 // waits, so that the watchdog can tell bytes still to come (the call in
 // flight in the kernel) from bytes that came and wait for this coroutine to
 // run (the entry completed): a server too busy to run a low-priority
-// receiver for the stall time must not blame its peer for it. (The wait is
-// cops_async's own, cops.h.)
+// receiver for the stall time must not blame its peer for it.
 static long uc_recv(struct cops_op *volatile *op, int fd, char *buf, long want) {
   unlock();
   uintptr_t s = cops_async_submit(SYS_recv, fd, (long)buf, want);
-  struct cops_op *o = (struct cops_op *)(s & ~(uintptr_t)1);
-  if (!(s & 1)) {
-    __atomic_store_n(op, o, __ATOMIC_RELEASE);
-    do
-      cops_block();
-    while (__atomic_load_n(&o->cid, __ATOMIC_ACQUIRE) != 0);
-  }
-  long r = o->result;
+  __atomic_store_n(op, (struct cops_op *)(s & ~(uintptr_t)1), __ATOMIC_RELEASE);
+  long r = cops_async_wait(s);
   lock();
   *op = 0;
   return r;
