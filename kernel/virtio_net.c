@@ -196,8 +196,10 @@ static void vq_add(struct vq *q, uint32_t id) {
 // Tell the device about new available buffers, unless it said it needs no telling.
 static void vq_notify(struct vq *q) {
   __sync_synchronize();            // the new index before reading the device's flags (2.7.13)
-  if (!(q->used->flags & VIRTQ_USED_F_NO_NOTIFY))
+  if (!(q->used->flags & VIRTQ_USED_F_NO_NOTIFY)) {
     reg_write(vnet.regs, VIRTIO_MMIO_QUEUE_NOTIFY, q->index);
+    __atomic_fetch_add(q == &vnet.tx ? &vnet.st.tx_kicks : &vnet.st.rx_kicks, 1, __ATOMIC_RELAXED);
+  }
 }
 
 // The next used entry, or 0 if the device has returned nothing new.
@@ -621,8 +623,9 @@ static void print_stats(stats_out_fn *out) {
   vnet_mac(m);
   vnet_get_stats(&st);
   out("net: mac %02x:%02x:%02x:%02x:%02x:%02x; rx %lu frames / %lu bytes, %lu dropped; "
-      "tx %lu frames / %lu bytes, %lu waited for a buffer, %lu dropped (backlog full); irqs %lu\n",
+      "tx %lu frames / %lu bytes, %lu waited for a buffer, %lu dropped (backlog full); irqs %lu; "
+      "queue notifications rx %lu, tx %lu\n",
       m[0], m[1], m[2], m[3], m[4], m[5], st.rx_frames, st.rx_bytes, st.rx_dropped,
-      st.tx_frames, st.tx_bytes, st.tx_waited, st.tx_full, st.irqs);
+      st.tx_frames, st.tx_bytes, st.tx_waited, st.tx_full, st.irqs, st.rx_kicks, st.tx_kicks);
 }
 STATS_SOURCE(40, "net", print_stats);

@@ -23,6 +23,7 @@ struct vnet_stats {
   uint64_t tx_waited;                // frames that found every buffer in flight and waited
   uint64_t tx_full;                  // frames dropped: the transmit backlog was full too
   uint64_t irqs;
+  uint64_t rx_kicks, tx_kicks;       // QUEUE_NOTIFY writes (each one an MMIO exit under QEMU)
 };
 
 int vnet_init(void);                 // boot: 0, or -ENODEV/-EIO with a console message
