@@ -8,6 +8,7 @@
 #include "proc.h"
 #include "fd.h"
 #include "net.h"
+#include "socket.h"
 #include "board.h"
 #include "prio.h"
 #include "timer.h"
@@ -130,6 +131,10 @@ void start_main_job(const char *args) {
       known = 0;
     kprintf(known ? "net: the network lock: netlock=%s\n"
                   : "net: netlock=%s is not spin, nohandoff or busy: ignored\n", val);
+  }
+  if (bootarg(args, "netrecv", val, sizeof val) && strcmp(val, "locked") == 0) {
+    sock_recv_always_locked(1);
+    kprintf("net: every receive takes the network lock (netrecv=locked)\n");
   }
   if (bootarg(args, "vnet_irq", val, sizeof val) && strcmp(val, "all") == 0) {
     vnet_irq_always(1);

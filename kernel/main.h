@@ -30,6 +30,8 @@
 //   uptime=syscall  uptime() makes the system call instead of reading the clock in user mode (user/ulib.c)
 //   vnet_irq=all  the network card interrupts for every used buffer, not only
 //                 when someone waits (kernel/virtio_net.c)
+//   netrecv=locked  every receive takes the network lock, also one that finds
+//                 data (net/socket.c)
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
 // them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so

@@ -402,6 +402,8 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return (long)net_timer_runs();
   case KSTAT_TCP_HASH_BAD:
     return sock_tcp_hash_bad();
+  case KSTAT_NET_WINDOW_HELD:
+    return sock_window_held();
   case KSTAT_TIMERS:
     return timer_live();
   case KSTAT_HEAP_PAGES:

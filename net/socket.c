@@ -1,17 +1,24 @@
 // Kernel TCP sockets over lwIP's raw API (see net/socket.h).
 //
-// Everything here runs under the network lock (net/netlock.c): the calls below
-// take it (recv and send as requests a combiner may run for them), and
-// lwIP's callbacks (accept_cb, recv_cb, sent_cb, err_cb) are called by lwIP
-// with it held. The callbacks only record what happened and wake the socket's
-// wait queue; the data moves when a system call asks for it, so a process
-// that does not read leaves the data in lwIP's window, and TCP flow control
-// slows the peer down (tcp_recved opens the window as the process reads).
+// Nearly everything here runs under the network lock (net/netlock.c): the
+// calls below take it (send, and a receive that must see the connection's
+// state, as requests a combiner may run for them), and lwIP's callbacks
+// (accept_cb, recv_cb, sent_cb, err_cb) are called by lwIP with it held. The
+// callbacks only record what happened and wake the socket's wait queue; the
+// data moves when a system call asks for it, so a process that does not read
+// leaves the data in lwIP's window, and TCP flow control slows the peer down
+// (tcp_recved opens the window as the process reads).
+//
+// The exception is a receive that finds data ("Receiving without the network
+// lock" below): it takes the data under the socket's own spinlock, and the
+// window update waits for the network lock's next section, so that the most
+// frequent call on a connection never waits for the lock.
 #include "socket.h"
 #include "net.h"
 #include "abi.h"
 #include "klib.h"
 #include "kmalloc.h"
+#include "spinlock.h"
 #include "stats.h"
 #include "virtio_net.h"
 #include "lwip/pbuf.h"
@@ -26,7 +33,12 @@ struct socket {
   enum sock_state state;
   struct tcp_pcb *pcb;           // NULL once lwIP freed it (err_cb) or we let it go (close)
   // a connection
+  struct spinlock rxl;           // guards rx: recv_cb appends under the network lock too,
+                                 // a receive takes from it with this lock alone
   struct pbuf *rx;               // received, not yet read; the first pbuf's payload starts at the unread byte
+  uint32_t unacked;              // bytes read, not yet given back to lwIP's window (atomic)
+  int window_listed;             // on window_list (atomic), holding a reference
+  struct socket *window_next;
   int rx_eof;                    // the peer sent FIN
   int err;                       // -ECONNRESET, ... once the connection failed
   int rd_shut, wr_shut;          // shutdown() directions
@@ -49,6 +61,7 @@ static struct socket *sock_alloc(void) {
   if (!s)
     return 0;
   s->refs = 1;
+  spin_init(&s->rxl, "socket-rx");
   waitq_init(&s->wq, "socket");
   nsockets++;
   return s;
@@ -112,10 +125,12 @@ static err_t recv_cb(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) 
       detach(s);
   } else {
     stats.bytes_in += p->tot_len;
+    spin_lock(&s->rxl);
     if (s->rx)
       pbuf_cat(s->rx, p);        // the window bounds the total (TCP_WND < 64 KiB)
     else
-      s->rx = p;
+      __atomic_store_n(&s->rx, p, __ATOMIC_RELEASE);
+    spin_unlock(&s->rxl);
   }
   wake(s);
   return ERR_OK;
@@ -288,35 +303,114 @@ static int conn_check(struct socket *s) {
   return s->state == S_CONN ? 0 : -ENOTCONN;
 }
 
+// Copy up to n unread bytes to uva and free what was read; the bytes read,
+// or -EFAULT, or -EAGAIN if there were none. Under s->rxl (pbuf_free is
+// kfree, which any hart may call). The window is the caller's business.
+static long take_data(struct socket *s, pte_t *pt, uint64_t uva, long n) {
+  long done = 0;
+  int fault = 0;
+  spin_lock(&s->rxl);
+  while (done < n && s->rx) {
+    struct pbuf *q = s->rx;
+    if (q->len == 0) {            // an empty pbuf in the chain: unlink and free it alone
+      s->rx = q->next;           // the chain's reference to the rest becomes ours
+      q->next = 0;
+      q->tot_len = 0;
+      pbuf_free(q);
+      continue;
+    }
+    u16_t m = (u16_t)(q->len < n - done ? q->len : n - done);
+    if (copyout(pt, uva + (uint64_t)done, q->payload, m) < 0) {
+      fault = 1;
+      break;
+    }
+    done += m;
+    s->rx = pbuf_free_header(q, m);     // frees the pbufs read to their end
+  }
+  spin_unlock(&s->rxl);
+  return done ? done : fault ? -EFAULT : -EAGAIN;
+}
+
+// ---- Receiving without the network lock ----
+// A receive that finds data takes it under s->rxl alone (sock_recv) and adds
+// the bytes to s->unacked; lwIP's window grows by them (tcp_recved) in a
+// section of the network lock: its own if the lock is free, else the next
+// one anybody runs (net_section_end calls sock_section_end), which takes every
+// socket on window_list. Until then the peer sees a window smaller by those
+// bytes, so past WINDOW_NOW of them a receive gives them back itself,
+// waiting for the lock as the call may (a peer that has filled the window
+// would otherwise wait for the next section, which nothing might bring; a
+// call that may not wait, NET_TRY, takes no more than stays below it). So at
+// most a quarter of the window waits, and a peer that still has the rest
+// goes on sending, whose frames bring sections; lwIP's own timers bring one
+// every 250 ms while a connection is open.
+// Order, for a window update that is never left behind: a receive adds to
+// unacked, then lists the socket unless it is listed; the section unlists
+// it, then takes unacked (all four sequentially consistent), so either the
+// section takes the bytes or the receive lists the socket again.
+#define WINDOW_NOW (TCP_WND / 4)
+static struct socket *window_list;
+static long window_held;         // the sum of every socket's unacked (atomic; kstat)
+static int recv_locked_only;     // bootargs netrecv=locked: every receive under the lock, as before
+
+void sock_recv_always_locked(int on) { recv_locked_only = on; }
+
+long sock_window_held(void) { return __atomic_load_n(&window_held, __ATOMIC_RELAXED); }
+
+static void give_window_locked(struct socket *s) {
+  uint32_t n = __atomic_exchange_n(&s->unacked, 0, __ATOMIC_SEQ_CST);
+  __atomic_sub_fetch(&window_held, (long)n, __ATOMIC_RELAXED);
+  if (s->pcb)
+    for (long left = n; left > 0; left -= 0xffff)
+      tcp_recved(s->pcb, (u16_t)(left < 0xffff ? left : 0xffff));
+}
+
+// Network lock held (net/net.c, the end of every section).
+void sock_section_end(void) {
+  if (!__atomic_load_n(&window_list, __ATOMIC_RELAXED))
+    return;
+  struct socket *s = __atomic_exchange_n(&window_list, 0, __ATOMIC_ACQUIRE);
+  while (s) {
+    struct socket *next = s->window_next;
+    __atomic_store_n(&s->window_listed, 0, __ATOMIC_SEQ_CST);
+    give_window_locked(s);
+    put_locked(s);               // the list's reference
+    s = next;
+  }
+}
+
+static void window_section(void *arg) { give_window_locked(arg); }
+
+static void window_later(struct socket *s, long n, enum net_wait how) {
+  __atomic_add_fetch(&window_held, n, __ATOMIC_RELAXED);
+  uint32_t total = __atomic_add_fetch(&s->unacked, (uint32_t)n, __ATOMIC_SEQ_CST);
+  if (total >= WINDOW_NOW && how != NET_TRY) {
+    net_run(window_section, s, how);
+    return;
+  }
+  if (!__atomic_exchange_n(&s->window_listed, 1, __ATOMIC_SEQ_CST)) {
+    sock_get(s);
+    struct socket *head = __atomic_load_n(&window_list, __ATOMIC_RELAXED);
+    do
+      s->window_next = head;
+    while (!__atomic_compare_exchange_n(&window_list, &head, s, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+  }
+  net_run(window_section, s, NET_TRY);   // the lock free: now; held: its holder's section end
+}
+
 // With the lock held (a section of sock_recv's, below).
 static long recv_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   long r = conn_check(s);
   if (r == 0 && s->rd_shut)
     r = 0;
   else if (r == 0 && s->rx) {
-    long done = 0;
-    int fault = 0;
-    while (done < n && s->rx) {
-      struct pbuf *q = s->rx;
-      if (q->len == 0) {          // an empty pbuf in the chain: unlink and free it alone
-        s->rx = q->next;         // the chain's reference to the rest becomes ours
-        q->next = 0;
-        q->tot_len = 0;
-        pbuf_free(q);
-        continue;
-      }
-      u16_t m = (u16_t)(q->len < n - done ? q->len : n - done);
-      if (copyout(pt, uva + (uint64_t)done, q->payload, m) < 0) {
-        fault = 1;
-        break;
-      }
-      done += m;
-      s->rx = pbuf_free_header(q, m);   // frees the pbufs read to their end
+    r = take_data(s, pt, uva, n);
+    if (r > 0) {
+      __atomic_add_fetch(&window_held, r, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&s->unacked, (uint32_t)r, __ATOMIC_SEQ_CST);
+      give_window_locked(s);
     }
-    if (s->pcb)
-      for (long left = done; left > 0; left -= 0xffff)
-        tcp_recved(s->pcb, (u16_t)(left < 0xffff ? left : 0xffff));
-    r = done ? done : fault ? -EFAULT : -EAGAIN;
   }
   if (r == 0 && !s->rd_shut && !s->rx && s->state == S_CONN)
     r = s->err ? s->err : s->rx_eof ? 0 : s->pcb ? -EAGAIN : -ENOTCONN;
@@ -381,8 +475,10 @@ static void xfer_section(void *arg) {
 // look like this (matrixd's KCUC tries about five per request, three of them
 // too early), and each used to take the lock only to answer -EAGAIN; on two
 // harts that was a third of the lock's acquisitions, and its waiters spin.
-// The look is safe because every field it reads changes only under the lock
-// and is followed by a wake of s->wq (recv_cb, err_cb, close, shutdown), and a
+// The look is safe because every change it could miss that makes a receive
+// possible is made under the lock and followed by a wake of s->wq (recv_cb,
+// err_cb, close, shutdown; a receive that empties rx without the lock only
+// makes "nothing" true), and a
 // caller that will wait registers on s->wq before its attempt: the fence
 // below orders that registration before these loads, as waitq_wake_all's
 // fence orders the writer's change before its look at the queue, so either
@@ -401,6 +497,22 @@ static int recv_finds_nothing(struct socket *s) {
 long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how) {
   if (recv_finds_nothing(s))
     return -EAGAIN;
+  // Data, on a connection open for reading: take it without the network lock.
+  // A caller that may not wait for the lock (NET_TRY) takes no more than
+  // leaves the window update below WINDOW_NOW, which it could not give itself.
+  long most = n;
+  if (how == NET_TRY) {
+    long room = (long)WINDOW_NOW - 1 - (long)__atomic_load_n(&s->unacked, __ATOMIC_RELAXED);
+    most = room < n ? room : n;
+  }
+  if (most > 0 && !recv_locked_only && __atomic_load_n(&s->state, __ATOMIC_RELAXED) == S_CONN &&
+      !__atomic_load_n(&s->rd_shut, __ATOMIC_RELAXED) && __atomic_load_n(&s->rx, __ATOMIC_ACQUIRE)) {
+    long r = take_data(s, pt, uva, most);
+    if (r > 0)
+      window_later(s, r, how);
+    if (r != -EAGAIN)            // (-EAGAIN: another call took it first; ask under the lock)
+      return r;
+  }
   struct xfer x = { 0, s, pt, uva, n, 0 };
   return net_run(xfer_section, &x, how) ? x.r : SOCK_LOCK_BUSY;
 }
@@ -502,10 +614,12 @@ void sock_close(struct socket *s) {
     s->aq_len = 0;
   } else
     release_conn_pcb(s);
-  if (s->rx) {
-    pbuf_free(s->rx);
-    s->rx = 0;
-  }
+  spin_lock(&s->rxl);            // (a receive may be taking from it)
+  struct pbuf *rx = s->rx;
+  s->rx = 0;
+  spin_unlock(&s->rxl);
+  if (rx)
+    pbuf_free(rx);
   s->state = S_CLOSED;
   wake(s);                       // calls still waiting fail with -EBADF
   put_locked(s);
@@ -642,10 +756,16 @@ static void print_sockets(stats_out_fn *out) {
       if (n == LIST_CONNS)
         continue;
       struct socket *s = pcb->callback_arg;
+      int unread = 0;
+      if (s) {
+        spin_lock(&s->rxl);
+        unread = s->rx ? s->rx->tot_len : 0;
+        spin_unlock(&s->rxl);
+      }
       cs[n++] = (struct conn_snap){
         .local = pcb->local_port, .remote = pcb->remote_port, .state = (uint8_t)pcb->state,
         .has_sock = s != 0, .rx_eof = s && s->rx_eof, .waiter = s && s->wq.head != 0,
-        .err = s ? s->err : 0, .refs = s ? s->refs : 0, .rx_bytes = s && s->rx ? s->rx->tot_len : 0,
+        .err = s ? s->err : 0, .refs = s ? s->refs : 0, .rx_bytes = unread,
       };
     }
   for (struct tcp_pcb_listen *lp = tcp_listen_pcbs.listen_pcbs; lp; lp = lp->next)

@@ -49,6 +49,13 @@ int sock_connect(struct socket *s, uint32_t ip, int port);
 int sock_shutdown(struct socket *s, int how);         // 0, -EINVAL, -ENOTCONN
 void sock_close(struct socket *s);                    // the descriptor is gone: shut down, drop its reference
 
+// net/net.c, at the end of every section of the network lock: give lwIP's
+// windows the bytes receives took without the lock (socket.c says how).
+void sock_section_end(void);
+// Bootargs netrecv=locked: every receive takes the network lock, as before
+// receives that find data took it without (for comparison).
+void sock_recv_always_locked(int on);
+long sock_window_held(void);         // bytes read and not yet given back to lwIP's windows
 void sock_get(struct socket *s);
 void sock_put(struct socket *s);
 struct waitq *sock_waitq(struct socket *s);
