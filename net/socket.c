@@ -357,9 +357,12 @@ void sock_recv_always_locked(int on) { recv_locked_only = on; }
 
 long sock_window_held(void) { return __atomic_load_n(&window_held, __ATOMIC_RELAXED); }
 
-static void give_window_locked(struct socket *s) {
+// Give lwIP's window the socket's held bytes and `more` just read under the lock.
+static void give_window_locked(struct socket *s, uint32_t more) {
   uint32_t n = __atomic_exchange_n(&s->unacked, 0, __ATOMIC_SEQ_CST);
-  __atomic_sub_fetch(&window_held, (long)n, __ATOMIC_RELAXED);
+  if (n)
+    __atomic_sub_fetch(&window_held, (long)n, __ATOMIC_RELAXED);
+  n += more;
   if (s->pcb)
     for (long left = n; left > 0; left -= 0xffff)
       tcp_recved(s->pcb, (u16_t)(left < 0xffff ? left : 0xffff));
@@ -373,13 +376,13 @@ void sock_section_end(void) {
   while (s) {
     struct socket *next = s->window_next;
     __atomic_store_n(&s->window_listed, 0, __ATOMIC_SEQ_CST);
-    give_window_locked(s);
+    give_window_locked(s, 0);
     put_locked(s);               // the list's reference
     s = next;
   }
 }
 
-static void window_section(void *arg) { give_window_locked(arg); }
+static void window_section(void *arg) { give_window_locked(arg, 0); }
 
 static void window_later(struct socket *s, long n, enum net_wait how) {
   __atomic_add_fetch(&window_held, n, __ATOMIC_RELAXED);
@@ -406,11 +409,8 @@ static long recv_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
     r = 0;
   else if (r == 0 && s->rx) {
     r = take_data(s, pt, uva, n);
-    if (r > 0) {
-      __atomic_add_fetch(&window_held, r, __ATOMIC_RELAXED);
-      __atomic_add_fetch(&s->unacked, (uint32_t)r, __ATOMIC_SEQ_CST);
-      give_window_locked(s);
-    }
+    if (r > 0)
+      give_window_locked(s, (uint32_t)r);
   }
   if (r == 0 && !s->rd_shut && !s->rx && s->state == S_CONN)
     r = s->err ? s->err : s->rx_eof ? 0 : s->pcb ? -EAGAIN : -ENOTCONN;

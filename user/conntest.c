@@ -133,7 +133,10 @@ static void echo(int mode, int async, uint32_t ip, int port, const char *what) {
   long m;
   for (long off = 0, i = 0; off < BIG; off += m, i++) {
     long left = BIG - off;
-    m = left <= 100 ? left : i % 3 == 2 ? 100 : left - 100 < 4000 ? left - 100 : 4000;
+    if (left <= 100 || i % 3 == 2)
+      m = left < 100 ? left : 100;
+    else
+      m = left - 100 < 4000 ? left - 100 : 4000;   // (leaving a small last chunk)
     if (xfer(async, 1, fd, out + off, m) != m || xfer(async, 0, fd, in + off, m) != m)
       same = 0;
   }
