@@ -100,7 +100,9 @@
 #define KSTAT_UWAIT_KICKS 24     // the caller's threads woken from uwait by a sibling's kernel entry (kick), so far
 #define KSTAT_NET_TIMER_RUNS 25  // times the network stack's timer coroutine has run lwIP's timeouts (0 before the stack starts)
 #define KSTAT_NET_WINDOW_HELD 26 // bytes receives took that lwIP's windows have not been given back yet (net/socket.c)
-#define KSTAT_COUNT 27           // selectors are 1 .. KSTAT_COUNT - 1
+#define KSTAT_NET_SEND_HELD 27   // bytes sends left to the network lock's holder that lwIP has not been given yet (net/socket.c)
+#define KSTAT_NET_SENDS_LATER 28 // sends that found the network lock held and left their bytes to its holder, so far
+#define KSTAT_COUNT 29           // selectors are 1 .. KSTAT_COUNT - 1
 // Or'ed into a selector: first wait (1 s at most) until nothing else runs or is
 // ready, no other thread and no kernel coroutine, so that a leak check's two
 // samples both see the machine at rest (docs/ABI.md, kstat).

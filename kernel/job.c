@@ -136,6 +136,10 @@ void start_main_job(const char *args) {
     sock_recv_always_locked(1);
     kprintf("net: every receive takes the network lock (netrecv=locked)\n");
   }
+  if (bootarg(args, "netsend", val, sizeof val) && strcmp(val, "locked") == 0) {
+    sock_send_always_locked(1);
+    kprintf("net: every send waits for the network lock (netsend=locked)\n");
+  }
   if (bootarg(args, "vnet_irq", val, sizeof val) && strcmp(val, "all") == 0) {
     vnet_irq_always(1);
     kprintf("virtio-net: an interrupt for every used buffer (vnet_irq=all)\n");

@@ -32,6 +32,8 @@
 //                 when someone waits (kernel/virtio_net.c)
 //   netrecv=locked  every receive takes the network lock, also one that finds
 //                 data (net/socket.c)
+//   netsend=locked  every send waits for the network lock, also one that finds
+//                 it held and could leave its bytes to its holder (net/socket.c)
 //   (otherwise)   init, which runs the shell on the console
 // The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
 // them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so

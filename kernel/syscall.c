@@ -404,6 +404,10 @@ static long sys_kstat(struct thread *t, struct sysargs *sa, int may_block) {
     return sock_tcp_hash_bad();
   case KSTAT_NET_WINDOW_HELD:
     return sock_window_held();
+  case KSTAT_NET_SEND_HELD:
+    return sock_send_held();
+  case KSTAT_NET_SENDS_LATER:
+    return (long)sock_sends_later();
   case KSTAT_TIMERS:
     return timer_live();
   case KSTAT_HEAP_PAGES:

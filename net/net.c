@@ -63,7 +63,7 @@ static int timer_poll(void *arg) {
 // The wakes are made under the lock (kco_wake is safe anywhere), so that a
 // section run by a combiner for someone else needs nothing after it.
 void net_section_end(void) {
-  sock_section_end();              // window updates of receives made without the lock
+  sock_section_end();              // window updates and sends of calls made without the lock
   if (timer_cid) {
     uint64_t deadline = next_deadline();
     if (deadline != UINT64_MAX && deadline < armed_deadline) {

@@ -49,6 +49,10 @@ struct net_req {
 };
 void net_lock(void);
 void net_unlock(void);
+// Work waits for a section (net/socket.c's later list): run one now if the
+// lock is free; if it is held, its holder runs one or, past its last section,
+// calls this itself when it lets the lock go.
+void net_later(void);
 enum net_wait { NET_SPIN, NET_BLOCK, NET_TRY };
 int net_run(void (*fn)(void *), void *arg, enum net_wait how);
 int net_submit(struct net_req *r, void (*fn)(void *), void *arg);

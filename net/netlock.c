@@ -25,6 +25,7 @@
 #include "kces.h"
 #include "printf.h"
 #include "spinlock.h"
+#include "socket.h"
 
 // Sections per combiner turn. A turn ends early at the first awake waiter
 // past it (ces.c), so this bounds the combiner's own delay only while
@@ -74,21 +75,43 @@ void net_lock(void) {
   enter();
 }
 
-void net_unlock(void) {
-  leave();
-  if (use_spin) {
-    spin_sections++;
-    spin_unlock(&spin);
-  } else
-    ces_unlock(&mx, &lock_node[this_hart()->index]);
-}
-
 // A function section as a CES request: the checks and the epilogue around it.
 static void section(void *arg) {
   struct net_req *r = arg;
   enter();
   r->fn(r->arg);
   leave();
+}
+
+static void nothing(void *arg) { (void)arg; }
+
+// Called after every way of letting the lock go, and by whoever has just
+// listed work for it. Work listed while the lock was held and past its
+// holder's last section end is seen here: the lister's look at the lock
+// (ces_try_run's) and the holder's release are ordered against their
+// stores by the fences, so either the lister finds the lock free and runs the
+// section, or the holder, after its release, finds the work listed. Tries
+// ignore netlock=busy: this is the lock's own business, not a caller's way.
+void net_later(void) {
+  if (use_spin)
+    return;                             // (every caller takes the lock: nothing is listed for long)
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  while (sock_later_waiting()) {
+    struct net_req r = { .fn = nothing, .arg = 0 };
+    if (!ces_try_run(&mx, section, &r))
+      return;                           // held: by one who will look
+  }
+}
+
+void net_unlock(void) {
+  leave();
+  if (use_spin) {
+    spin_sections++;
+    spin_unlock(&spin);
+  } else {
+    ces_unlock(&mx, &lock_node[this_hart()->index]);
+    net_later();
+  }
 }
 
 int net_run(void (*fn)(void *), void *arg, enum net_wait how) {
@@ -111,6 +134,7 @@ int net_run(void (*fn)(void *), void *arg, enum net_wait how) {
   } else {
     ces_run_spin(&mx, section, &r);
   }
+  net_later();
   return 1;
 }
 
@@ -123,10 +147,20 @@ int net_submit(struct net_req *r, void (*fn)(void *), void *arg) {
     net_unlock();
     return 1;
   }
-  return ces_submit(&mx, &r->node, section, r);
+  if (!ces_submit(&mx, &r->node, section, r))
+    return 0;
+  net_later();
+  return 1;
 }
 
-int net_poll(struct net_req *r) { return use_spin || ces_poll(&mx, &r->node); }
+int net_poll(struct net_req *r) {
+  if (use_spin)
+    return 1;
+  if (!ces_poll(&mx, &r->node))
+    return 0;
+  net_later();
+  return 1;
+}
 
 uint64_t net_lock_queued(void) {
   return __atomic_load_n(use_spin ? &spin_queued : &mx.queued, __ATOMIC_RELAXED);

@@ -37,8 +37,14 @@ struct socket {
                                  // a receive takes from it with this lock alone
   struct pbuf *rx;               // received, not yet read; the first pbuf's payload starts at the unread byte
   uint32_t unacked;              // bytes read, not yet given back to lwIP's window (atomic)
-  int window_listed;             // on window_list (atomic), holding a reference
-  struct socket *window_next;
+  // sent by calls that found the network lock held ("Sending without the
+  // network lock" below); lwIP has not seen them yet
+  struct spinlock txl;           // guards the five below
+  struct tx_chunk *tx_head, *tx_tail;
+  uint32_t tx_pending, tx_pending_slots;   // their bytes, and the queue entries they may take
+  uint32_t tx_room, tx_slots;    // what such a call may still add (0: none may)
+  int later_listed;              // on later_list (atomic), holding a reference
+  struct socket *later_next;
   int rx_eof;                    // the peer sent FIN
   int err;                       // -ECONNRESET, ... once the connection failed
   int rd_shut, wr_shut;          // shutdown() directions
@@ -52,6 +58,9 @@ struct socket {
 static int nsockets;
 static struct sock_stats stats;
 
+static void tx_look_locked(struct socket *s);
+static void tx_stop_locked(struct socket *s);
+
 static void wake(struct socket *s) { waitq_wake_all(&s->wq); }
 
 static struct socket *sock_alloc(void) {
@@ -62,6 +71,7 @@ static struct socket *sock_alloc(void) {
     return 0;
   s->refs = 1;
   spin_init(&s->rxl, "socket-rx");
+  spin_init(&s->txl, "socket-tx");
   waitq_init(&s->wq, "socket");
   nsockets++;
   return s;
@@ -72,6 +82,7 @@ static void put_locked(struct socket *s) {
     return;
   if (s->rx)
     pbuf_free(s->rx);
+  tx_stop_locked(s);
   nsockets--;
   kfree(s);
 }
@@ -139,7 +150,8 @@ static err_t recv_cb(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) 
 static err_t sent_cb(void *arg, struct tcp_pcb *pcb, u16_t len) {
   (void)pcb;
   (void)len;
-  wake(arg);                      // send buffer space came back
+  tx_look_locked(arg);            // send buffer space came back: for sends without the lock
+  wake(arg);                      // and for those that wait
   return ERR_OK;
 }
 
@@ -147,6 +159,7 @@ static err_t sent_cb(void *arg, struct tcp_pcb *pcb, u16_t len) {
 static void err_cb(void *arg, err_t err) {
   struct socket *s = arg;
   s->pcb = 0;
+  tx_stop_locked(s);
   s->err = s->state == S_CONNECTING ? connect_errno(err) : lwip_errno(err);
   stats.resets++;
   wake(s);
@@ -176,6 +189,7 @@ static err_t accept_cb(void *arg, struct tcp_pcb *newpcb, err_t err) {
   }
   s->state = S_CONN;
   attach(s, newpcb);
+  tx_look_locked(s);
   if (l->aq_tail)
     l->aq_tail->aq_next = s;
   else
@@ -331,25 +345,66 @@ static long take_data(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   return done ? done : fault ? -EFAULT : -EAGAIN;
 }
 
+// ---- Work for the network lock's next section ----
+// Receives that found data and sends that found the lock held leave their
+// part under the lock (a window update, bytes for lwIP) to the lock's next
+// section: the caller puts its socket on later_list, a lock-free stack, and
+// every section's end (net_section_end calls sock_section_end) takes the whole
+// list. The list holds a reference to each socket on it.
+// Order, for work that is never left behind: a caller records its work (in
+// s->unacked, or s->tx_head under s->txl), then lists the socket unless it is
+// listed; the section unlists it, then takes the work (all sequentially
+// consistent, the lists' flag and s->unacked; s->txl's acquire after the
+// unlisting), so either the section takes the work or the caller lists the
+// socket again. Whoever lists must then see a section come: net_later
+// (net/netlock.c) runs one if the lock is free, and otherwise the lock's
+// holder will, at its section's end or, past it, when it lets the lock go.
+static struct socket *later_list;
+
+static void list_for_later(struct socket *s) {
+  if (__atomic_exchange_n(&s->later_listed, 1, __ATOMIC_SEQ_CST))
+    return;
+  sock_get(s);
+  struct socket *head = __atomic_load_n(&later_list, __ATOMIC_RELAXED);
+  do
+    s->later_next = head;
+  while (!__atomic_compare_exchange_n(&later_list, &head, s, 1, __ATOMIC_RELEASE,
+                                      __ATOMIC_RELAXED));
+}
+
+int sock_later_waiting(void) { return __atomic_load_n(&later_list, __ATOMIC_RELAXED) != 0; }
+
+static void give_window_locked(struct socket *s, uint32_t more);
+static void tx_flush_locked(struct socket *s);
+
+// Network lock held (net/net.c, the end of every section).
+void sock_section_end(void) {
+  if (!__atomic_load_n(&later_list, __ATOMIC_RELAXED))
+    return;
+  struct socket *s = __atomic_exchange_n(&later_list, 0, __ATOMIC_ACQUIRE);
+  while (s) {
+    struct socket *next = s->later_next;
+    __atomic_store_n(&s->later_listed, 0, __ATOMIC_SEQ_CST);
+    give_window_locked(s, 0);
+    tx_flush_locked(s);
+    put_locked(s);               // the list's reference
+    s = next;
+  }
+}
+
 // ---- Receiving without the network lock ----
 // A receive that finds data takes it under s->rxl alone (sock_recv) and adds
 // the bytes to s->unacked; lwIP's window grows by them (tcp_recved) in a
 // section of the network lock: its own if the lock is free, else the next
-// one anybody runs (net_section_end calls sock_section_end), which takes every
-// socket on window_list. Until then the peer sees a window smaller by those
-// bytes, so past WINDOW_NOW of them a receive gives them back itself,
-// waiting for the lock as the call may (a peer that has filled the window
-// would otherwise wait for the next section, which nothing might bring; a
-// call that may not wait, NET_TRY, takes no more than stays below it). So at
-// most a quarter of the window waits, and a peer that still has the rest
-// goes on sending, whose frames bring sections; lwIP's own timers bring one
-// every 250 ms while a connection is open.
-// Order, for a window update that is never left behind: a receive adds to
-// unacked, then lists the socket unless it is listed; the section unlists
-// it, then takes unacked (all four sequentially consistent), so either the
-// section takes the bytes or the receive lists the socket again.
+// one anybody runs (the later list, above). Until then the peer sees a window
+// smaller by those bytes, so past WINDOW_NOW of them a receive gives them
+// back itself, waiting for the lock as the call may (a peer that has filled
+// the window would otherwise wait for the next section, which nothing might
+// bring; a call that may not wait, NET_TRY, takes no more than stays below
+// it). So at most a quarter of the window waits, and a peer that still has
+// the rest goes on sending, whose frames bring sections; lwIP's own timers
+// bring one every 250 ms while a connection is open.
 #define WINDOW_NOW (TCP_WND / 4)
-static struct socket *window_list;
 static long window_held;         // the sum of every socket's unacked (atomic; kstat)
 static int recv_locked_only;     // bootargs netrecv=locked: every receive under the lock, as before
 
@@ -368,20 +423,6 @@ static void give_window_locked(struct socket *s, uint32_t more) {
       tcp_recved(s->pcb, (u16_t)(left < 0xffff ? left : 0xffff));
 }
 
-// Network lock held (net/net.c, the end of every section).
-void sock_section_end(void) {
-  if (!__atomic_load_n(&window_list, __ATOMIC_RELAXED))
-    return;
-  struct socket *s = __atomic_exchange_n(&window_list, 0, __ATOMIC_ACQUIRE);
-  while (s) {
-    struct socket *next = s->window_next;
-    __atomic_store_n(&s->window_listed, 0, __ATOMIC_SEQ_CST);
-    give_window_locked(s, 0);
-    put_locked(s);               // the list's reference
-    s = next;
-  }
-}
-
 static void window_section(void *arg) { give_window_locked(arg, 0); }
 
 static void window_later(struct socket *s, long n, enum net_wait how) {
@@ -391,14 +432,7 @@ static void window_later(struct socket *s, long n, enum net_wait how) {
     net_run(window_section, s, how);
     return;
   }
-  if (!__atomic_exchange_n(&s->window_listed, 1, __ATOMIC_SEQ_CST)) {
-    sock_get(s);
-    struct socket *head = __atomic_load_n(&window_list, __ATOMIC_RELAXED);
-    do
-      s->window_next = head;
-    while (!__atomic_compare_exchange_n(&window_list, &head, s, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
-  }
+  list_for_later(s);
   net_run(window_section, s, NET_TRY);   // the lock free: now; held: its holder's section end
 }
 
@@ -417,10 +451,153 @@ static long recv_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   return r;
 }
 
+// ---- Sending without the network lock ----
+// A send that finds the network lock held copies its bytes into a chunk of
+// its own, appends it to s->tx_head under s->txl, lists the socket for the
+// lock's next section (above) and returns: the lock's holder gives the bytes
+// to lwIP (tcp_write, tcp_output) at its section's end, while the caller goes
+// on. (Waiting for the lock, spinning, cost a two-hart matrixd request about
+// a tenth of its instructions: docs/results/smp-log.md.) The bytes are then
+// queued, as a send's are once lwIP has them, so the call returns their count.
+// It takes this way only if the whole send fits in what lwIP is sure to
+// take: s->tx_room and s->tx_slots, lwIP's free send buffer and segment
+// queue entries as a section last saw them (tx_look_locked), less what
+// chunks already hold. Every tcp_write is made under the lock and s->txl
+// around a look, and lwIP's free space only grows otherwise (acknowledgements,
+// sent_cb looks again), so the chunks always fit when a section writes them,
+// and lwIP's own memory bounds the bytes a socket holds, as before. A send
+// that does not fit waits for the lock as it did (send_locked): it first
+// writes the chunks, so bytes leave in the order the calls returned. If
+// tcp_write still fails (lwIP out of memory) the connection is reset: its
+// calls then fail, and the peer knows, rather than losing bytes in silence.
+struct tx_chunk {
+  struct tx_chunk *next;
+  uint32_t len, slots;
+  char data[];
+};
+
+// Queue entries a tcp_write of len bytes may take: one per segment, and one
+// for the piece that may extend the last queued segment.
+#define TX_SLOTS(len) ((len) / TCP_MSS + 2)
+
+static long tx_held;             // bytes in every socket's chunks (atomic; kstat)
+static uint64_t tx_later;        // sends that took this way, so far (atomic; kstat)
+static int send_locked_only;     // bootargs netsend=locked: every send waits for the lock, as before
+
+void sock_send_always_locked(int on) { send_locked_only = on; }
+long sock_send_held(void) { return __atomic_load_n(&tx_held, __ATOMIC_RELAXED); }
+uint64_t sock_sends_later(void) { return __atomic_load_n(&tx_later, __ATOMIC_RELAXED); }
+
+// Look at lwIP's send buffer again. Network lock held.
+static void tx_look_locked(struct socket *s) {
+  long room = 0, slots = 0;
+  spin_lock(&s->txl);
+  if (s->pcb && !s->err && !s->wr_shut && s->state == S_CONN && !send_locked_only) {
+    room = (long)tcp_sndbuf(s->pcb) - (long)s->tx_pending;
+    slots = (long)TCP_SND_QUEUELEN - (long)tcp_sndqueuelen(s->pcb) - (long)s->tx_pending_slots;
+  }
+  s->tx_room = room > 0 ? (uint32_t)room : 0;
+  s->tx_slots = slots > 0 ? (uint32_t)slots : 0;
+  spin_unlock(&s->txl);
+}
+
+// Take the socket's chunks and let no send add more until the next look.
+static struct tx_chunk *tx_take(struct socket *s) {
+  spin_lock(&s->txl);
+  struct tx_chunk *c = s->tx_head;
+  s->tx_head = s->tx_tail = 0;
+  if (s->tx_pending)
+    __atomic_sub_fetch(&tx_held, (long)s->tx_pending, __ATOMIC_RELAXED);
+  s->tx_pending = s->tx_pending_slots = 0;
+  s->tx_room = s->tx_slots = 0;
+  spin_unlock(&s->txl);
+  return c;
+}
+
+// The connection ended or the socket is going: drop the chunks, refuse more.
+// Network lock held.
+static void tx_stop_locked(struct socket *s) {
+  for (struct tx_chunk *c = tx_take(s), *next; c; c = next) {
+    next = c->next;
+    kfree(c);
+  }
+}
+
+// Give the socket's chunks to lwIP, in order; no send adds more until the
+// caller's next look. Network lock held.
+static void tx_write_locked(struct socket *s) {
+  struct tx_chunk *c = tx_take(s);
+  long sent = 0;
+  int failed = !s->pcb;
+  while (c) {
+    struct tx_chunk *next = c->next;
+    u8_t flags = TCP_WRITE_FLAG_COPY | (next ? TCP_WRITE_FLAG_MORE : 0);
+    if (!failed && tcp_write(s->pcb, c->data, (u16_t)c->len, flags) == ERR_OK)
+      sent += c->len;
+    else
+      failed = 1;
+    kfree(c);
+    c = next;
+  }
+  if (sent) {
+    stats.bytes_out += (uint64_t)sent;
+    tcp_output(s->pcb);
+  }
+  if (failed && s->pcb)
+    tcp_abort(s->pcb);           // (err_cb: the calls fail with the error)
+}
+
+static void tx_flush_locked(struct socket *s) {
+  if (!__atomic_load_n(&s->tx_head, __ATOMIC_RELAXED))
+    return;                      // (a chunk added after this look lists s again)
+  tx_write_locked(s);
+  tx_look_locked(s);
+}
+
+// Queue the whole send as a chunk if it fits: n, or 0 (it does not: nothing was done).
+static long send_later(struct socket *s, pte_t *pt, uint64_t uva, long n) {
+  if (n > (long)__atomic_load_n(&s->tx_room, __ATOMIC_RELAXED))
+    return 0;
+  struct tx_chunk *c = kmalloc(sizeof *c + (size_t)n);
+  if (!c)
+    return 0;
+  if (copyin(pt, c->data, uva, (size_t)n) < 0) {
+    kfree(c);
+    return 0;                    // (the locked way says -EFAULT)
+  }
+  c->next = 0;
+  c->len = (uint32_t)n;
+  c->slots = TX_SLOTS((uint32_t)n);
+  spin_lock(&s->txl);
+  int fits = s->tx_room >= c->len && s->tx_slots >= c->slots;
+  if (fits) {
+    s->tx_room -= c->len;
+    s->tx_slots -= c->slots;
+    s->tx_pending += c->len;
+    s->tx_pending_slots += c->slots;
+    if (s->tx_tail)
+      s->tx_tail->next = c;
+    else
+      s->tx_head = c;
+    s->tx_tail = c;
+  }
+  spin_unlock(&s->txl);
+  if (!fits) {
+    kfree(c);
+    return 0;
+  }
+  __atomic_add_fetch(&tx_held, n, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&tx_later, 1, __ATOMIC_RELAXED);
+  list_for_later(s);
+  net_later();
+  return n;
+}
+
 #define SEND_CHUNK 512                // bytes copied from user memory per tcp_write
 
 static long send_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   char tmp[SEND_CHUNK];
+  tx_write_locked(s);            // the bytes of sends that returned before this one, first
   long r = conn_check(s);
   if (r == 0)
     r = s->err ? s->err : (s->wr_shut || !s->pcb) ? -EPIPE : 0;
@@ -451,6 +628,7 @@ static long send_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
     }
     r = done ? done : -EAGAIN;
   }
+  tx_look_locked(s);
   return r;
 }
 
@@ -517,8 +695,17 @@ long sock_recv(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait 
   return net_run(xfer_section, &x, how) ? x.r : SOCK_LOCK_BUSY;
 }
 
+// A send tries the lock first, if it could go without it ("Sending without
+// the network lock"): with the lock free it is cheaper to write at once.
 long sock_send(struct socket *s, pte_t *pt, uint64_t uva, long n, enum net_wait how) {
   struct xfer x = { 1, s, pt, uva, n, 0 };
+  if (n <= (long)__atomic_load_n(&s->tx_room, __ATOMIC_RELAXED)) {
+    if (net_run(xfer_section, &x, NET_TRY))
+      return x.r;
+    long r = send_later(s, pt, uva, n);
+    if (r || how == NET_TRY)
+      return r ? r : SOCK_LOCK_BUSY;
+  }
   return net_run(xfer_section, &x, how) ? x.r : SOCK_LOCK_BUSY;
 }
 
@@ -531,6 +718,7 @@ int sock_shutdown(struct socket *s, int how) {
     if (how != SHUT_WR)
       s->rd_shut = 1;
     if (how != SHUT_RD && !s->wr_shut) {
+      tx_write_locked(s);        // the bytes of sends that returned, before the FIN
       s->wr_shut = 1;
       if (s->pcb)
         tcp_shutdown(s->pcb, 0, 1);   // sends FIN once queued data is out
@@ -548,6 +736,7 @@ static err_t connected_cb(void *arg, struct tcp_pcb *pcb, err_t err) {
   (void)err;
   s->state = S_CONN;
   s->conn_new = 1;
+  tx_look_locked(s);
   wake(s);
   return ERR_OK;
 }
@@ -588,6 +777,7 @@ int sock_connect(struct socket *s, uint32_t ip, int port) {
 // Let go of a connection's pcb: detach our callbacks, then close it gracefully
 // (FIN), or reset it if there is unread data or lwIP cannot close it now.
 static void release_conn_pcb(struct socket *s) {
+  tx_write_locked(s);            // the bytes of sends that returned; none may add more
   struct tcp_pcb *pcb = detach(s);
   if (!pcb)
     return;
@@ -669,7 +859,8 @@ int sock_ready(struct socket *s, enum sock_op op) {
   if (s->state != S_CONN || s->err || !s->pcb)
     r = 1;
   else
-    r = s->wr_shut || (tcp_sndbuf(s->pcb) > 0 && tcp_sndqueuelen(s->pcb) < TCP_SND_QUEUELEN);
+    r = s->wr_shut || (tcp_sndbuf(s->pcb) > __atomic_load_n(&s->tx_pending, __ATOMIC_RELAXED) &&
+                       tcp_sndqueuelen(s->pcb) < TCP_SND_QUEUELEN);
   net_unlock();
   return r;
 }
@@ -725,6 +916,8 @@ static void print_stats(stats_out_fn *out) {
   sock_get_stats(&ss);
   out("     sockets %d, tcp pcbs %d; accepted %lu, refused %lu, reset %lu; bytes in %lu, out %lu\n",
       sock_count(), sock_tcp_pcbs(), ss.accepted, ss.refused, ss.resets, ss.bytes_in, ss.bytes_out);
+  out("     sends left to the lock's holder %lu (bytes waiting %ld); receive window bytes waiting %ld\n",
+      sock_sends_later(), sock_send_held(), sock_window_held());
 }
 STATS_SOURCE(42, "net", print_stats);
 

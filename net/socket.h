@@ -50,12 +50,19 @@ int sock_shutdown(struct socket *s, int how);         // 0, -EINVAL, -ENOTCONN
 void sock_close(struct socket *s);                    // the descriptor is gone: shut down, drop its reference
 
 // net/net.c, at the end of every section of the network lock: give lwIP's
-// windows the bytes receives took without the lock (socket.c says how).
+// windows the bytes receives took without the lock, and lwIP the bytes of
+// sends that found the lock held (socket.c says how).
 void sock_section_end(void);
+int sock_later_waiting(void);        // a socket waits for that (net_later, net/netlock.c)
 // Bootargs netrecv=locked: every receive takes the network lock, as before
 // receives that find data took it without (for comparison).
 void sock_recv_always_locked(int on);
 long sock_window_held(void);         // bytes read and not yet given back to lwIP's windows
+// Bootargs netsend=locked: every send waits for the network lock, as before
+// sends that find it held left their bytes to its holder (for comparison).
+void sock_send_always_locked(int on);
+long sock_send_held(void);           // bytes sent that lwIP has not been given yet
+uint64_t sock_sends_later(void);     // sends that left their bytes to the lock's holder, so far
 void sock_get(struct socket *s);
 void sock_put(struct socket *s);
 struct waitq *sock_waitq(struct socket *s);

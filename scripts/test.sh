@@ -216,12 +216,16 @@ user_suite() {   # user_suite PREFIX
     user_prog "$prefix" "$prog-smp4" 4 $prog
   done
   user_prog "$prefix" "conntest-netlock-spin-smp2" 2 conntest netlock=spin
-  # every try of the lock failing (bootargs netlock=busy), so that every recv
-  # and send a KMODE_THREAD call tries goes on in a stackful kernel coroutine
-  # (what such a call does when it finds the lock held: kernel/sys_net.c)
-  for prog in socktest conntest; do
-    user_prog "$prefix" "$prog-netlock-busy-smp2" 2 $prog netlock=busy
-  done
+  # every try of the lock failing (bootargs netlock=busy): a send that fits
+  # leaves its bytes to the lock's holder (net/socket.c; conntest,busy checks
+  # that some did), and every recv, and every send that does not fit, that a
+  # KMODE_THREAD call tries goes on in a stackful kernel coroutine (what such
+  # a call does when it finds the lock held: kernel/sys_net.c); then once with
+  # every send waiting for the lock as before (bootargs netsend=locked), so
+  # that each of conntest's sends takes that way too
+  user_prog "$prefix" "socktest-netlock-busy-smp2" 2 socktest netlock=busy
+  user_prog "$prefix" "conntest-netlock-busy-smp2" 2 conntest,busy netlock=busy
+  user_prog "$prefix" "conntest-netlock-busy-netsend-locked-smp2" 2 conntest "netlock=busy netsend=locked"
   # async calls served by the other kernel modes: stackful kernel coroutines
   # (KMODE_THREAD) and the per-process polling thread (KMODE_POLLER)
   for kmode in 1 2; do
