@@ -35,7 +35,8 @@ int net_started(void);
 //      NET_TRY    nothing is done, and net_run returns 0: the caller hands
 //                 its work to somewhere it may sleep (a KMODE_THREAD system
 //                 call's first attempt, to a stackful kernel coroutine:
-//                 kernel/sys_net.c);
+//                 kernel/sys_net.c), or to the lock's holder (a send's
+//                 bytes: net/socket.c);
 //      NET_SPIN   the caller spins on its request.
 //    1 once fn has run.
 //  - net_submit/net_poll: the same for a stackless coroutine: 1 if fn has

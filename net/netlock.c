@@ -9,10 +9,13 @@
 // cannot block (the switcher's first attempt of a system call, a stackless
 // worker deep in a call, anything holding a spinlock or testing a wait's
 // condition) spins on its own request instead: combining without the
-// exchange. One kind only tries (NET_TRY): the first attempt of a KMODE_THREAD
+// exchange. Two kinds only try (NET_TRY): the first attempt of a KMODE_THREAD
 // process's call, which if the lock is held goes on in a stackful kernel
 // coroutine that sleeps in ces_run (kernel/sys_net.c says when, and why only
-// there). The mutex is set up for spinners (m->spinners, as
+// there); and every send, which if the lock is held leaves its bytes to the
+// holder when they fit (net/socket.c), and waits as its caller may if not.
+// Work so left is run at a section's end, and net_later makes sure a section
+// comes. The mutex is set up for spinners (m->spinners, as
 // ces_init_spinning sets it): the lock is never handed to a sleeping waiter,
 // so a spinner never waits for a dispatch.
 //

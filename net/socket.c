@@ -9,10 +9,12 @@
 // leaves the data in lwIP's window, and TCP flow control slows the peer down
 // (tcp_recved opens the window as the process reads).
 //
-// The exception is a receive that finds data ("Receiving without the network
+// The exceptions are a receive that finds data ("Receiving without the network
 // lock" below): it takes the data under the socket's own spinlock, and the
-// window update waits for the network lock's next section, so that the most
-// frequent call on a connection never waits for the lock.
+// window update waits for the network lock's next section; and a send that
+// finds the lock held ("Sending without the network lock"): it leaves its
+// bytes on the socket for the lock's holder to give lwIP. So the two calls a
+// request-answer connection makes most never wait for the lock.
 #include "socket.h"
 #include "net.h"
 #include "abi.h"
