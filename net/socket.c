@@ -459,14 +459,15 @@ static long recv_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
 // lock's next section (above) and returns: the lock's holder gives the bytes
 // to lwIP (tcp_write, tcp_output) at its section's end, while the caller goes
 // on. (Waiting for the lock, spinning, cost a two-hart matrixd request about
-// a tenth of its instructions: docs/results/smp-log.md.) The bytes are then
+// a tenth of its instructions: docs/results/ab-netsend.md.) The bytes are then
 // queued, as a send's are once lwIP has them, so the call returns their count.
 // It takes this way only if the whole send fits in what lwIP is sure to
 // take: s->tx_room and s->tx_slots, lwIP's free send buffer and segment
 // queue entries as a section last saw them (tx_look_locked), less what
-// chunks already hold. Every tcp_write is made under the lock and s->txl
-// around a look, and lwIP's free space only grows otherwise (acknowledgements,
-// sent_cb looks again), so the chunks always fit when a section writes them,
+// chunks already hold. Every tcp_write is made under the lock, between a
+// tx_take under s->txl that closes the room and a look that opens it again,
+// and lwIP's free space only grows otherwise (acknowledgements, and sent_cb
+// looks again), so the chunks always fit when a section writes them,
 // and lwIP's own memory bounds the bytes a socket holds, as before. A send
 // that does not fit waits for the lock as it did (send_locked): it first
 // writes the chunks, so bytes leave in the order the calls returned. If
