@@ -475,7 +475,7 @@ static long recv_locked(struct socket *s, pte_t *pt, uint64_t uva, long n) {
 // calls then fail, and the peer knows, rather than losing bytes in silence.
 struct tx_chunk {
   struct tx_chunk *next;
-  uint32_t len, slots;
+  uint32_t len;
   char data[];
 };
 
@@ -557,10 +557,9 @@ static void tx_flush_locked(struct socket *s) {
   tx_look_locked(s);
 }
 
-// Queue the whole send as a chunk if it fits: n, or 0 (it does not: nothing was done).
+// Queue the whole send as a chunk if it fits: n, or 0 (it does not: nothing
+// was done). The caller has glanced at s->tx_room; the test under s->txl decides.
 static long send_later(struct socket *s, pte_t *pt, uint64_t uva, long n) {
-  if (n > (long)__atomic_load_n(&s->tx_room, __ATOMIC_RELAXED))
-    return 0;
   struct tx_chunk *c = kmalloc(sizeof *c + (size_t)n);
   if (!c)
     return 0;
@@ -570,14 +569,14 @@ static long send_later(struct socket *s, pte_t *pt, uint64_t uva, long n) {
   }
   c->next = 0;
   c->len = (uint32_t)n;
-  c->slots = TX_SLOTS((uint32_t)n);
+  uint32_t slots = TX_SLOTS(c->len);
   spin_lock(&s->txl);
-  int fits = s->tx_room >= c->len && s->tx_slots >= c->slots;
+  int fits = s->tx_room >= c->len && s->tx_slots >= slots;
   if (fits) {
     s->tx_room -= c->len;
-    s->tx_slots -= c->slots;
+    s->tx_slots -= slots;
     s->tx_pending += c->len;
-    s->tx_pending_slots += c->slots;
+    s->tx_pending_slots += slots;
     if (s->tx_tail)
       s->tx_tail->next = c;
     else
