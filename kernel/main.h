@@ -30,6 +30,8 @@
 //   uptime=syscall  uptime() makes the system call instead of reading the clock in user mode (user/ulib.c)
 //   vnet_irq=all  the network card interrupts for every used buffer, not only
 //                 when someone waits (kernel/virtio_net.c)
+//   vnet_rx=N     the card gets N receive buffers (a power of two, 8 to 256;
+//                 256 by default) (kernel/virtio_net.c)
 //   netrecv=locked  every receive takes the network lock, also one that finds
 //                 data (net/socket.c)
 //   netsend=locked  every send waits for the network lock, also one that finds

@@ -41,6 +41,7 @@
 #include "board.h"
 #include "hart.h"
 #include "kmalloc.h"
+#include "main.h"
 #include "klib.h"
 #include "palloc.h"
 #include "plic.h"
@@ -54,7 +55,9 @@
 #define ENODEV 19
 #endif
 
-#define VNET_QUEUE_MAX 128                  // entries per queue (fewer if the device allows fewer)
+#define VNET_QUEUE_MAX 256                  // entries a queue may have (fewer if the device allows fewer)
+#define VNET_RX_DEFAULT 256                 // receive entries wanted (bootargs vnet_rx=N: fewer)
+#define VNET_TX_DEFAULT 128                 // transmit entries wanted
 #define VNET_HDR_LEN sizeof(struct virtio_net_hdr)
 #define VNET_BUF_LEN (VNET_HDR_LEN + VNET_FRAME_MAX)
 #define VNET_BUF_STRIDE 2048                // two buffers per page
@@ -67,8 +70,8 @@ _Static_assert((VNET_QUEUE_MAX & (VNET_QUEUE_MAX - 1)) == 0, "split queue sizes 
 // Where the three areas of a queue of n entries sit in its one ring page.
 #define VQ_AVAIL_OFF(n) ALIGN_UP(VIRTQ_DESC_BYTES(n), VIRTQ_AVAIL_ALIGN)
 #define VQ_USED_OFF(n) ALIGN_UP(VQ_AVAIL_OFF(n) + VIRTQ_AVAIL_BYTES(n), VIRTQ_USED_ALIGN)
-_Static_assert(VQ_USED_OFF(VNET_QUEUE_MAX) + VIRTQ_USED_BYTES(VNET_QUEUE_MAX) <= PAGE_SIZE,
-               "a queue's rings must fit in one page");
+#define VQ_RING_BYTES(n) (VQ_USED_OFF(n) + VIRTQ_USED_BYTES(n))
+#define VQ_RING_PAGES(n) (ALIGN_UP(VQ_RING_BYTES(n), PAGE_SIZE) / PAGE_SIZE)
 
 enum owner { OWN_DEVICE, OWN_CALLER, OWN_FREE };
 
@@ -85,6 +88,7 @@ struct vq {
   uint32_t index;                           // queue number, written to QUEUE_NOTIFY
   uint32_t size;                            // entries, a power of two
   void *ring_page;                          // descriptor table, available and used rings
+  size_t ring_pages;
   volatile struct virtq_desc *desc;
   volatile struct virtq_avail *avail;
   volatile struct virtq_used *used;
@@ -140,20 +144,22 @@ static int buf_index(struct vq *q, const uint8_t *p) {
 
 // Allocate and describe queue `index` to the device. desc_flags is
 // VIRTQ_DESC_F_WRITE for receive buffers (the device writes them), 0 for transmit.
-static const char *vq_setup(volatile uint8_t *regs, struct vq *q, uint32_t index, uint16_t desc_flags) {
+static const char *vq_setup(volatile uint8_t *regs, struct vq *q, uint32_t index, uint32_t want,
+                            uint16_t desc_flags) {
   reg_write(regs, VIRTIO_MMIO_QUEUE_SEL, index);
   if (reg_read(regs, VIRTIO_MMIO_QUEUE_READY))
     return "queue already in use";
   uint32_t max = reg_read(regs, VIRTIO_MMIO_QUEUE_NUM_MAX);
   if (max == 0)
     return "queue not available";
-  uint32_t n = VNET_QUEUE_MAX;
+  uint32_t n = want;
   while (n > max)
     n >>= 1;
   q->index = index;
   q->size = n;
   q->buf_pages = ALIGN_UP((uint64_t)n * VNET_BUF_STRIDE, PAGE_SIZE) / PAGE_SIZE;
-  q->ring_page = palloc_zero(1);
+  q->ring_pages = VQ_RING_PAGES(n);
+  q->ring_page = palloc_zero(q->ring_pages);
   q->bufs = palloc(q->buf_pages);
   if (!q->ring_page || !q->bufs)
     return "out of memory";
@@ -180,7 +186,7 @@ static const char *vq_setup(volatile uint8_t *regs, struct vq *q, uint32_t index
 }
 
 static void vq_free(struct vq *q) {
-  pfree(q->ring_page, 1);
+  pfree(q->ring_page, q->ring_pages);
   pfree(q->bufs, q->buf_pages);
   q->ring_page = 0;
   q->bufs = 0;
@@ -266,6 +272,22 @@ static int init_failed(volatile uint8_t *regs, uint32_t status, const char *why)
   return -EIO;
 }
 
+// Receive entries to ask for: VNET_RX_DEFAULT, or bootargs vnet_rx=N (a power
+// of two from 8 up, for comparisons; others are rounded down). Why 256: under a
+// closed loop on two harts QEMU's user network hands over bursts of frames in
+// one turn of its main loop, and with 128 buffers the card found the ring
+// empty 0.14-0.42 times a request (docs/results/ab-netcard.md).
+static uint32_t rx_entries_wanted(void) {
+  char val[16];
+  uint32_t n = VNET_RX_DEFAULT;
+  if (bootarg(board.bootargs, "vnet_rx", val, sizeof val)) {
+    uint64_t v = bootarg_number(val, VNET_QUEUE_MAX);
+    while (n > 8 && n > v)
+      n >>= 1;
+  }
+  return n;
+}
+
 int vnet_init(void) {
   uint32_t irq = 0;
   volatile uint8_t *regs = probe(&irq);
@@ -301,8 +323,8 @@ int vnet_init(void) {
     return init_failed(regs, status, "the card refused our features");
 
   const char *why;
-  if ((why = vq_setup(regs, &vnet.rx, VIRTIO_NET_RXQ, VIRTQ_DESC_F_WRITE)) != 0 ||
-      (why = vq_setup(regs, &vnet.tx, VIRTIO_NET_TXQ, 0)) != 0)
+  if ((why = vq_setup(regs, &vnet.rx, VIRTIO_NET_RXQ, rx_entries_wanted(), VIRTQ_DESC_F_WRITE)) != 0 ||
+      (why = vq_setup(regs, &vnet.tx, VIRTIO_NET_TXQ, VNET_TX_DEFAULT, 0)) != 0)
     return init_failed(regs, status, why);
   read_mac(regs, accepted);
 
