@@ -95,7 +95,12 @@ static struct {
   struct kmalloc_stats st;
 } km = { .lock = SPINLOCK_INIT("kmalloc") };
 
-#define CACHE_OBJS 8                 // per hart and size class
+// Per hart and size class. 32, not 8: objects made on one hart are often
+// freed on the other (a socket's send chunk, lwIP's buffers and segments), so
+// one cache runs dry while the other overflows. In matrixd KCUC's closed loop
+// on two harts (8 s, about 70,000 requests, 2026-11-30) the slab lock was
+// found held 2,900-5,400 times with 8 and about 400 with 32, at 2.8 KB more a hart.
+#define CACHE_OBJS 32
 #define CACHED_MAGIC16 0xcac4u
 #define CACHED_MAGIC32 0x0b1ec7edu
 
