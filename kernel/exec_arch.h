@@ -23,7 +23,8 @@ static inline exec_irqstate_t exec_lock_acquire(volatile uint64_t *l) {
 }
 
 static inline void exec_lock_release(volatile uint64_t *l, exec_irqstate_t s) {
-  __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+  __asm__ volatile("fence rw, w" ::: "memory");   // a release store without an AMO: see
+  *l = 0;                                          // spin_unlock in kernel/spinlock.c
   __asm__ volatile("csrs sstatus, %0" :: "r"(s) : "memory");
 }
 

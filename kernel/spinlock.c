@@ -182,7 +182,14 @@ void spin_unlock(struct spinlock *lk) {
   if (__builtin_expect(!lk->locked || lk->holder != (int)h->index || intr_get() || noff <= 0, 0))
     bad_release(lk, h);
   lk->holder = -1;
-  __atomic_store_n(&lk->locked, 0, __ATOMIC_RELEASE);
+  // The release is `fence rw,w` and a plain store: the RISC-V memory model's
+  // own mapping of a release store (as Linux's smp_store_release). GCC 12
+  // compiles any __atomic_store_n, relaxed too, to an amoswap, and under QEMU
+  // with more than one vCPU an AMO is a call to an atomic helper, about 10 ns
+  // more than a store on this project's host (docs/results/light-stalls.md,
+  // "What a fence costs"), at every release.
+  __asm__ volatile("fence rw, w" ::: "memory");
+  lk->locked = 0;
   h->noff = --noff;
   if (noff == 0) {
     if (__builtin_expect(h->ipi_pending != 0, 0)) {

@@ -72,4 +72,9 @@ void ulock_acquire(volatile int *lock) {
   }
 }
 
-void ulock_release(volatile int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
+// `fence rw,w` and a plain store: a release store without the amoswap GCC 12
+// makes of __atomic_store_n (kernel/spinlock.c, spin_unlock, says why).
+void ulock_release(volatile int *lock) {
+  __asm__ volatile("fence rw, w" ::: "memory");
+  *lock = 0;
+}
