@@ -67,7 +67,8 @@ _Static_assert(VNET_BUF_LEN <= VNET_BUF_STRIDE, "a buffer must hold the header a
 _Static_assert(PAGE_SIZE % VNET_BUF_STRIDE == 0, "buffers must not straddle pages");
 _Static_assert((VNET_QUEUE_MAX & (VNET_QUEUE_MAX - 1)) == 0, "split queue sizes are powers of two");
 
-// Where the three areas of a queue of n entries sit in its one ring page.
+// Where the three areas of a queue of n entries sit in its ring pages (one page
+// for 128 entries, two for 256: the descriptors alone fill a page).
 #define VQ_AVAIL_OFF(n) ALIGN_UP(VIRTQ_DESC_BYTES(n), VIRTQ_AVAIL_ALIGN)
 #define VQ_USED_OFF(n) ALIGN_UP(VQ_AVAIL_OFF(n) + VIRTQ_AVAIL_BYTES(n), VIRTQ_USED_ALIGN)
 #define VQ_RING_BYTES(n) (VQ_USED_OFF(n) + VIRTQ_USED_BYTES(n))
