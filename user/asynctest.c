@@ -136,7 +136,6 @@ static int pk[2];
 static volatile int pk_done;
 static long pk_result[PARK_MANY];
 static char pk_byte[PARK_MANY];
-static int pk_order[PARK_MANY], pk_norder;
 
 static int park_kmode = KMODE_COROUTINE;
 
@@ -145,7 +144,6 @@ static void park_reader(void *arg) {
   char buf[4] = { 0 };
   pk_result[i] = cops_async(SYS_read, pk[0], (long)buf, 1);
   pk_byte[i] = buf[0];
-  pk_order[pk_norder++] = (int)i;
   pk_done++;
   cops_wake(main_cid);
 }
@@ -174,7 +172,7 @@ static void test_parked(void) {
   // them, each a byte of its own; parked ones in the order they parked (the
   // other modes' kernel coroutines race for the bytes).
   pipe(pk);
-  pk_done = pk_norder = 0;
+  pk_done = 0;
   long parked0 = kstat(KSTAT_ASYNC_PARKED);
   park_readers(0, 3);
   check("park-all-pending", pk_done, 0);
@@ -189,7 +187,7 @@ static void test_parked(void) {
   if (park_kmode == KMODE_COROUTINE)
     check("park-fifo-order", pk_byte[0] == 'a' && pk_byte[1] == 'b' && pk_byte[2] == 'c', 1);
   // The end of file: closing the only write end completes a parked read with 0.
-  pk_done = pk_norder = 0;
+  pk_done = 0;
   park_readers(0, 1);
   close(pk[1]);
   park_wait(1);
@@ -200,7 +198,7 @@ static void test_parked(void) {
   // holds the file, completes when written, and the pipe is freed after.
   long objs0 = kstat(KSTAT_KMALLOC_OBJECTS | KSTAT_QUIET);
   pipe(pk);
-  pk_done = pk_norder = 0;
+  pk_done = 0;
   park_readers(0, 1);
   close(pk[0]);
   write(pk[1], "z", 1);
@@ -216,7 +214,7 @@ static void test_parked(void) {
   // More readers than parking slots: the rest wait as kernel coroutines; one
   // write serves them all, each its own byte, every byte once.
   pipe(pk);
-  pk_done = pk_norder = 0;
+  pk_done = 0;
   park_readers(0, PARK_MANY);
   char bytes[PARK_MANY];
   for (int i = 0; i < PARK_MANY; i++)
@@ -237,7 +235,7 @@ static void test_parked(void) {
   // its own page table, and that process's exit (its write end's last close)
   // is this read's end of file.
   pipe(pk);
-  pk_done = pk_norder = 0;
+  pk_done = 0;
   park_readers(0, 2);
   int out = dup(1);
   close(1);
@@ -251,9 +249,17 @@ static void test_parked(void) {
   park_wait(2);
   wait(pid, &status);
   check("park-other-process-child", status, 0);
-  check("park-other-process-byte", pk_done == 2 && pk_result[pk_order[0]] == 1 &&
-                                       pk_byte[pk_order[0]] == 'W', 1);
-  check("park-other-process-eof", pk_done == 2 ? pk_result[pk_order[1]] : -1, 0);
+  // One reader has the byte and the other the end of file, in either order:
+  // outside KMODE_COROUTINE the reads are kernel coroutines that race, and on
+  // two harts the one that took the byte can post its completion after the
+  // other saw the child's exit and posted its end of file (seen once, on a
+  // host running two test suites at once).
+  int with_byte = pk_done != 2                                   ? -1
+                  : pk_result[0] == 1 && pk_byte[0] == 'W'        ? 0
+                  : pk_result[1] == 1 && pk_byte[1] == 'W'        ? 1
+                                                                  : -1;
+  check("park-other-process-byte", with_byte >= 0, 1);
+  check("park-other-process-eof", with_byte >= 0 ? pk_result[1 - with_byte] : -1, 0);
   close(pk[0]);
 }
 
