@@ -89,7 +89,6 @@ struct vq {
   uint32_t index;                           // queue number, written to QUEUE_NOTIFY
   uint32_t size;                            // entries, a power of two
   void *ring_page;                          // descriptor table, available and used rings
-  size_t ring_pages;
   volatile struct virtq_desc *desc;
   volatile struct virtq_avail *avail;
   volatile struct virtq_used *used;
@@ -159,8 +158,7 @@ static const char *vq_setup(volatile uint8_t *regs, struct vq *q, uint32_t index
   q->index = index;
   q->size = n;
   q->buf_pages = ALIGN_UP((uint64_t)n * VNET_BUF_STRIDE, PAGE_SIZE) / PAGE_SIZE;
-  q->ring_pages = VQ_RING_PAGES(n);
-  q->ring_page = palloc_zero(q->ring_pages);
+  q->ring_page = palloc_zero(VQ_RING_PAGES(n));
   q->bufs = palloc(q->buf_pages);
   if (!q->ring_page || !q->bufs)
     return "out of memory";
@@ -187,7 +185,7 @@ static const char *vq_setup(volatile uint8_t *regs, struct vq *q, uint32_t index
 }
 
 static void vq_free(struct vq *q) {
-  pfree(q->ring_page, q->ring_pages);
+  pfree(q->ring_page, VQ_RING_PAGES(q->size));
   pfree(q->bufs, q->buf_pages);
   q->ring_page = 0;
   q->bufs = 0;
