@@ -4,9 +4,9 @@
 #   make test         every test: host unit tests + in-QEMU kernel tests
 #   make bench        the matrix-echo server in its four models, measured by the host client
 #   make bench-cost   guest instructions per matrixd request: matrix work, TCP/IP, the rest
+#                     (-icount, profiler plugin) -> docs/results/cost.md
 #   make bench-burst  1,000 connections at once to matrixd over loopback, in the guest
 #                     -> docs/results/burst.md
-#                     (-icount, profiler plugin) -> docs/results/cost.md
 #   make bench-conn   10,000 idle KCUC connections beside 128 active ones in 512 MiB -> docs/results/conn.md
 #   make bench-flat   instructions per request beside 0 to 10,000 idle connections, and what
 #                     the idle ones cost alone (-icount, profiler plugin, tap: root) -> docs/results/flat.md
@@ -32,6 +32,8 @@
 #                     bad input; the kernel's counters compared -> docs/results/soak.md
 #   make client       the host latency client (build/host/mclient)
 #   make qemu-gdb     boot halted, waiting for gdb on localhost:$(GDBPORT)
+#   make deps         install what is missing (scripts/deps.sh), nothing else
+#   make hw-test, hw-synth, sim, fpga ...  the hardware side: hw/README.md
 # Missing tools are installed by scripts/deps.sh (Debian packages) on first use.
 
 CROSS   ?= riscv64-unknown-elf-

@@ -1,7 +1,9 @@
 // The job the boot hart starts once the machine is up, chosen by bootargs:
 //   test[=NAME]   run the kernel tests (all, or those whose name contains NAME),
 //                 then shut down with the result as the exit status
-//   bench         run the microbenchmarks, then shut down
+//   bench         run the microbenchmarks, then shut down (bench=cycles:
+//                 count clock cycles instead of instructions)
+//   benchsmp[=B:S]  the CES paper's mutex microbenchmark (make bench-smp)
 //   poweroff      shut down right after boot (the boot-matrix test)
 //   fault         provoke a kernel fault (tests the fault report)
 //   user=PROG     run `init PROG` and shut down with its exit status
@@ -22,7 +24,8 @@
 //                 kernel entry wakes its idle executor thread (default
 //                 UWAIT_KICK_DELAY_US; 0: at once, as before); beside any job
 //   for comparisons, beside any job (the old ways of doing a thing):
-//   netlock=spin  the network lock is a spinlock (net/netlock.c)
+//   netlock=spin  the network lock is a spinlock (net/netlock.c); =nohandoff:
+//                 system calls spin for it; =busy: every try finds it held (tests)
 //   ipi=now       IPIs are sent at once, a spinlock held or not (kernel/spinlock.c)
 //   tick_kick=any  a busy hart's tick kicks an idle hart whenever work waits in
 //                 its lane, not only when the hart has not slept since the last
@@ -37,7 +40,7 @@
 //   netsend=locked  every send waits for the network lock, also one that finds
 //                 it held and could leave its bytes to its holder (net/socket.c)
 //   (otherwise)   init, which runs the shell on the console
-// The jobs `test` and `bench` are not the kernel's own: tests/kernel registers
+// The jobs `test`, `bench` and `benchsmp` are not the kernel's own: tests/kernel registers
 // them with BOOT_JOB, and the linker gathers them in a table (linker.ld), so
 // the kernel names nothing in its test folder.
 #ifndef MAIN_H

@@ -21,6 +21,9 @@
 # goes to docs/results/framefuzz-runs.md (FRAMES_OUT=).
 #
 #   PARTS=frames FRAMES=50000 FRAME_CONFIGS="1:emulated:kcuc" bash scripts/fuzz.sh
+#
+# SEED (100000) and FRAMES_SEED (1000) are where the two parts' seeds start, so
+# that a new campaign can try seeds no earlier one did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, QEMU, OPENSBI, coral_qemu
@@ -48,7 +51,7 @@ backend_qemu() {
 
 frames_part() {
   local cfg harts backend model log out secs start sent verdict idle
-  local rows=() seed=1000
+  local rows=() seed=${FRAMES_SEED:-1000}
   for cfg in $FRAME_CONFIGS; do
     IFS=: read -r harts backend model <<< "$cfg"
     backend_qemu "$backend" || { bad=1; continue; }
@@ -98,7 +101,7 @@ frames_part() {
 [[ " $PARTS " == *" sys "* ]] || exit $bad
 
 rows=()
-seed=100000
+seed=${SEED:-100000}
 for cfg in $CONFIGS; do
   IFS=: read -r harts backend threads <<< "$cfg"
   log=$logs/smp$harts-$backend-t$threads.log
