@@ -40,6 +40,10 @@
 #   STEAL_PCT: 1 by default; a large value (100) counts every round.
 #   PNG: also draw the calm rounds' pooled latencies against their percentile
 #     into this file (gnuplot; scripts/deps.sh --eval installs it).
+#   RPS_PNG (LOAD=closed): also draw each configuration's requests a second
+#     over its base's, calm round by calm round, into this file, with a dashed
+#     line at RPS_LINE if set (bench-smp: issue 13's 1.7), titled
+#     RPS_LINE_TITLE (RPS_LINE's value by default).
 #   LOAD: light (the default) or closed: 128 connections in a closed loop
 #     instead (each sends its next matrix when the answer to the last has
 #     come), for requests per second; the table then also gives each
@@ -237,6 +241,41 @@ rps_row() {
 # (the first field of its cpu entry), or nothing without one.
 per_vcpu() { awk -v q="${rps[$1]:-0}" -v c="${cpu[$1]%% *}" 'BEGIN { if (c > 0) printf "%.0f", q / c }'; }
 
+# rps_chart ROUNDS...: RPS_PNG's chart (LOAD=closed): for each configuration
+# that has a base, its requests a second over its base's in each of ROUNDS,
+# one line a configuration.
+rps_chart() {
+  local dat=$DIR/rps-chart.dat plots="" i=0 c r
+  : > "$dat"
+  for c in "${configs[@]}"; do
+    parse_config "$c"
+    [ "$name" = "${base_of[$name]}" ] && continue
+    echo "\"$name over ${base_of[$name]}\"" >> "$dat"
+    for r in "$@"; do
+      awk -v a="${rps[$r/${base_of[$name]}]:-0}" -v b="${rps[$r/$name]:-0}" -v r="$r" \
+        'BEGIN { if (a > 0 && b > 0) printf "%s %.3f\n", r, b / a }' >> "$dat"
+    done
+    printf '\n\n' >> "$dat"
+    plots+="${plots:+, }\"$dat\" index $i using 1:2 with linespoints lw 2 pt 7 title columnheader(1)"
+    i=$((i + 1))
+  done
+  [ $i -gt 0 ] || return 0
+  [ -n "${RPS_LINE:-}" ] && plots+=", $RPS_LINE with lines dt 2 lc rgb \"black\" title \"${RPS_LINE_TITLE:-$RPS_LINE}\""
+  gnuplot <<GP || echo "bench-light: gnuplot failed on $RPS_PNG" >&2
+set terminal pngcairo size 800,500 font ",11"
+set output "$RPS_PNG"
+set termoption noenhanced
+set title "matrixd ${MODEL%%,*}, closed loop: requests a second over the base's, $# calm rounds"
+set xlabel "round"
+set ylabel "requests a second over the base's"
+set yrange [0:*]
+set xtics 1
+set grid ytics
+set key outside right
+plot $plots
+GP
+}
+
 # png_of GROUP: the chart's file for the configurations of GROUP: PNG for the
 # first group, PNG with -GROUP before .png for any other.
 png_of() {
@@ -310,6 +349,10 @@ pooled_rows() {
       done
       echo
     done
+    if [ -n "${RPS_PNG:-}" ] && command -v gnuplot > /dev/null && [ ${#calm[@]} -gt 0 ]; then
+      rps_chart "${calm[@]}"
+      [ -f "$RPS_PNG" ] && { echo "![requests a second over the base's, per calm round]($(basename "$RPS_PNG"))"; echo; }
+    fi
   fi
   echo "**Calm rounds** (${#calm[@]}: no boot lost more than $STEAL_PCT% of the host's CPU time, $steal_max_ms ms,"
   echo "to the hypervisor), every answered request pooled per configuration; the"

@@ -19,6 +19,10 @@
 #      went. Steps 3 and 4 boot Linux 6.1 too, in the same rounds
 #      (scripts/linux/build.sh; LINUX=0 leaves it out): the general-purpose
 #      kernel's two harts over one hart on the same host, beside Coral's.
+#      Charts (gnuplot, installed by scripts/deps.sh --eval): the closed
+#      loop's two harts over one hart per round (smp-closed.png) and the light
+#      load's latency by percentile, a chart per network and OS
+#      (smp-light*.png).
 # Prints the BENCH lines as it goes. `scripts/bench-smp.sh --report` only
 # rewrites smp.md from the last run's build/bench-smp.log.
 set -euo pipefail
@@ -74,16 +78,21 @@ elif [ $report_only = 0 ]; then
   echo "bench-smp: not root, so issue 13's loads run on the user network only (a tap needs root)" >&2
 fi
 configs+=$linux_configs
+if [ $report_only = 0 ] && ! command -v gnuplot > /dev/null; then
+  bash scripts/deps.sh --eval > "$BUILD/bench-smp-deps.log" 2>&1 ||
+    echo "bench-smp: gnuplot not installable, so no charts (see $BUILD/bench-smp-deps.log)" >&2
+fi
 # (NET here is bench-smp's switch for step 2; bench-light reads it as its default network.)
 if [ $report_only = 0 ] && [ "${CLOSED:-1}" = 1 ]; then
   NET=user LOAD=closed ROUNDS=${CLOSED_ROUNDS:-8} MODEL=kcuc CONFIGS=$configs OUT=$CLOSED_OUT \
+    RPS_PNG=${CLOSED_OUT%.md}.png RPS_LINE=1.7 RPS_LINE_TITLE="issue 13: 1.7" \
     bash scripts/bench-light.sh | tee -a "$log" ||
     echo "bench-smp: the closed loop did not get all its calm rounds; see $CLOSED_OUT" >&2
 fi
 # ---- 4. KCUC's light load, the same way (LIGHT=0 skips it) ----------------
 if [ $report_only = 0 ] && [ "${LIGHT:-1}" = 1 ]; then
   NET=user LOAD=light ROUNDS=${LIGHT_ROUNDS:-8} MODEL=kcuc CONFIGS=$configs OUT=$LIGHT_OUT \
-    bash scripts/bench-light.sh | tee -a "$log" ||
+    PNG=${LIGHT_OUT%.md}.png bash scripts/bench-light.sh | tee -a "$log" ||
     echo "bench-smp: the light load did not get all its calm rounds; see $LIGHT_OUT" >&2
 fi
 # section FILE START: from the line that starts with START to the end of the
@@ -94,6 +103,7 @@ section() { awk -v s="$2" 'index($0, s) == 1 { on = 1 } on { print; if (/^\|/) t
 issue13_rows() {
   if [ -f "$1" ]; then
     section "$1" "$2"
+    grep '^!\[' "$1" | sed 's/$/\n/' || true   # its charts, beside smp.md
     section "$1" "Where the host's"
     echo "From [$3]($3): its rounds, the host's steal in each, and more figures."
     echo "A configuration named -tap ran on a tap device (the host's own TCP stack),"
