@@ -276,6 +276,16 @@ plot $plots
 GP
 }
 
+# unbound_rps ROUND/NAME: that boot's requests a second scaled by its vCPU
+# threads' running plus waiting time over their running time (the first two
+# fields of its cpu entry), or nothing without one.
+unbound_rps() {
+  local f
+  read -r -a f <<< "${cpu[$1]:-}"
+  awk -v q="${rps[$1]:-0}" -v run="${f[0]:-0}" -v w="${f[1]:-0}" \
+    'BEGIN { if (run > 0 && q > 0) printf "%.0f", q * (run + w) / run }'
+}
+
 # png_of GROUP: the chart's file for the configurations of GROUP: PNG for the
 # first group, PNG with -GROUP before .png for any other.
 png_of() {
@@ -390,9 +400,9 @@ pooled_rows() {
   echo "client, the host's TCP stack, and anything else running there."
   echo
   per=""
-  [ "$LOAD" = closed ] && per=" req/s per vCPU core | over $base_word, median of rounds (range) |"
+  [ "$LOAD" = closed ] && per=" req/s per vCPU core | over $base_word, median of rounds (range) | req/s with a core for every runnable vCPU (estimate) | over $base_word (estimate) |"
   echo "| configuration | vCPU threads running | vCPU threads waiting for a core | QEMU's other threads | rest of the host | host idle | busiest vCPU thread running |$per"
-  echo "|---|---|---|---|---|---|---|$([ -n "$per" ] && echo '---|---|')"
+  echo "|---|---|---|---|---|---|---|$([ -n "$per" ] && echo '---|---|---|---|')"
   for c in "${configs[@]}"; do
     parse_config "$c"
     row="| $name |"
@@ -417,6 +427,26 @@ pooled_rows() {
         mr=$(median <<< "${effr[*]}")
         row+=" ${m:--} | $mr ($(printf '%s\n' "${effr[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) |"
         echo "BENCH name=closed_${MODEL%%,*}_${name}_rps_per_vcpu_ratio value=$mr unit=ratio" >&3
+      fi
+      # The rate the boot would have had if the host had run its vCPU threads
+      # whenever they were runnable (running + waiting for a core), at the
+      # rate per vCPU core it had: an estimate of the guest's own bound,
+      # without the host's. (It assumes QEMU's main thread and the client
+      # would have kept up.)
+      est=() estr=()
+      for r in "${calm[@]}"; do
+        e=$(unbound_rps "$r/$name")
+        b=$(unbound_rps "$r/${base_of[$name]}")
+        est+=("$e")
+        [ -n "$e" ] && [ -n "$b" ] && estr+=("$(awk -v a="$b" -v x="$e" 'BEGIN { printf "%.2f", x / a }')")
+      done
+      m=$(median <<< "${est[*]}")
+      if [ "$name" = "${base_of[$name]}" ] || [ ${#estr[@]} -eq 0 ]; then
+        row+=" ${m:--} | - |"
+      else
+        mr=$(median <<< "${estr[*]}")
+        row+=" ${m:--} | $mr ($(printf '%s\n' "${estr[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) |"
+        echo "BENCH name=closed_${MODEL%%,*}_${name}_rps_unbound_ratio value=$mr unit=ratio" >&3
       fi
     fi
     echo "$row"
