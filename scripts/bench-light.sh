@@ -262,7 +262,7 @@ rps_chart() {
   [ $i -gt 0 ] || return 0
   [ -n "${RPS_LINE:-}" ] && plots+=", $RPS_LINE with lines dt 2 lc rgb \"black\" title \"${RPS_LINE_TITLE:-$RPS_LINE}\""
   gnuplot <<GP || echo "bench-light: gnuplot failed on $RPS_PNG" >&2
-set terminal pngcairo size 800,500 font ",11"
+set terminal pngcairo size 800,560 font ",11"
 set output "$RPS_PNG"
 set termoption noenhanced
 set title "matrixd ${MODEL%%,*}, closed loop: requests a second over the base's, $# calm rounds"
@@ -271,7 +271,7 @@ set ylabel "requests a second over the base's"
 set yrange [0:*]
 set xtics 1
 set grid ytics
-set key outside right
+set key below
 plot $plots
 GP
 }
