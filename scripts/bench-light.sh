@@ -308,8 +308,10 @@ pooled_table() {
 pooled_rows() {
   local grp=$1 tag=$2 r c runs=() png=()
   shift 2
+  local who="matrixd ${MODEL%%,*}"
+  [[ $grp == *-linux ]] && who="Linux 6.1, mserver"
   [ "$tag" = calm ] && [ -n "${PNG:-}" ] && command -v gnuplot > /dev/null &&
-    png=(--png "$(png_of "$grp")" --title "matrixd ${MODEL%%,*}, $LOAD load, $# calm rounds pooled")
+    png=(--png "$(png_of "$grp")" --title "$who, $LOAD load, $# calm rounds pooled, $grp")
   for r in "$@"; do
     for c in "${configs[@]}"; do
       parse_config "$c"
