@@ -286,6 +286,28 @@ unbound_rps() {
     'BEGIN { if (run > 0 && q > 0) printf "%.0f", q * (run + w) / run }'
 }
 
+# rate_cells FN BENCH NAME: two cells of the host table for NAME (LOAD=closed):
+# the median over calm rounds of FN ROUND/NAME (a per-boot rate), and that
+# rate over its base's in the same round, median (range), also printed as
+# BENCH line BENCH; "-" for a base.
+rate_cells() {
+  local fn=$1 bench=$2 name=$3 r e b m mr vals=() ratios=()
+  for r in "${calm[@]}"; do
+    e=$($fn "$r/$name")
+    b=$($fn "$r/${base_of[$name]}")
+    vals+=("$e")
+    [ -n "$e" ] && [ -n "$b" ] && ratios+=("$(awk -v a="$b" -v x="$e" 'BEGIN { printf "%.2f", x / a }')")
+  done
+  m=$(median <<< "${vals[*]}")
+  if [ "$name" = "${base_of[$name]}" ] || [ ${#ratios[@]} -eq 0 ]; then
+    echo " ${m:--} | - |"
+    return
+  fi
+  mr=$(median <<< "${ratios[*]}")
+  echo " ${m:--} | $mr ($(printf '%s\n' "${ratios[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) |"
+  echo "BENCH name=closed_${MODEL%%,*}_${name}_${bench} value=$mr unit=ratio" >&3
+}
+
 # png_of GROUP: the chart's file for the configurations of GROUP: PNG for the
 # first group, PNG with -GROUP before .png for any other.
 png_of() {
@@ -415,41 +437,13 @@ pooled_rows() {
       # requests a second per core of vCPU time: the guest's own work per
       # request, whatever the host gave it (a host that gives two vCPUs less
       # than two cores bounds two harts' rate, not this).
-      eff=() effr=()
-      for r in "${calm[@]}"; do
-        e=$(per_vcpu "$r/$name")
-        b=$(per_vcpu "$r/${base_of[$name]}")
-        eff+=("$e")
-        [ -n "$e" ] && [ -n "$b" ] && effr+=("$(awk -v a="$b" -v x="$e" 'BEGIN { printf "%.2f", x / a }')")
-      done
-      m=$(median <<< "${eff[*]}")
-      if [ "$name" = "${base_of[$name]}" ] || [ ${#effr[@]} -eq 0 ]; then
-        row+=" ${m:--} | - |"
-      else
-        mr=$(median <<< "${effr[*]}")
-        row+=" ${m:--} | $mr ($(printf '%s\n' "${effr[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) |"
-        echo "BENCH name=closed_${MODEL%%,*}_${name}_rps_per_vcpu_ratio value=$mr unit=ratio" >&3
-      fi
+      row+=$(rate_cells per_vcpu rps_per_vcpu_ratio "$name")
       # The rate the boot would have had if the host had run its vCPU threads
       # whenever they were runnable (running + waiting for a core), at the
       # rate per vCPU core it had: an estimate of the guest's own bound,
       # without the host's. (It assumes QEMU's main thread and the client
       # would have kept up.)
-      est=() estr=()
-      for r in "${calm[@]}"; do
-        e=$(unbound_rps "$r/$name")
-        b=$(unbound_rps "$r/${base_of[$name]}")
-        est+=("$e")
-        [ -n "$e" ] && [ -n "$b" ] && estr+=("$(awk -v a="$b" -v x="$e" 'BEGIN { printf "%.2f", x / a }')")
-      done
-      m=$(median <<< "${est[*]}")
-      if [ "$name" = "${base_of[$name]}" ] || [ ${#estr[@]} -eq 0 ]; then
-        row+=" ${m:--} | - |"
-      else
-        mr=$(median <<< "${estr[*]}")
-        row+=" ${m:--} | $mr ($(printf '%s\n' "${estr[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)) |"
-        echo "BENCH name=closed_${MODEL%%,*}_${name}_rps_unbound_ratio value=$mr unit=ratio" >&3
-      fi
+      row+=$(rate_cells unbound_rps rps_unbound_ratio "$name")
     fi
     echo "$row"
   done
