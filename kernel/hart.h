@@ -23,6 +23,8 @@ enum ipi_reason {
   IPI_KICK_OTHER,  //   sched_kick's callers
   IPI_UINTR,       // a user interrupt for a thread running there (uintr.c)
   IPI_ADDRSPACE,   // let go of a dying address space's root (uvm.c)
+  IPI_UNPARK,      // a parked hart is wanted again (park.c)
+  IPI_TIMERS,      // a parking hart moved its timers here (timer.c)
   NIPI_REASONS,
 };
 
@@ -40,6 +42,7 @@ struct hart {
   struct timer_entry *timers;   // min-heap by deadline
   uint32_t ntimers, timer_cap;
   uint64_t timers_dropped;      // stale entries dropped before the heap would grow
+  uint32_t timers_moved;        // another hart gave its entries to this heap (timer_hand_over)
   uint64_t next_tick;
   // counters shown by the console's `stats` and read by tests
   uint64_t ticks, irq_timer, irq_soft, irq_ext, idle_wfi, dispatches;
@@ -62,6 +65,12 @@ struct hart {
   // Counted when asked, so two asked within one lock section count twice
   // and arrive as one.
   uint64_t ipis_asked[NIPI_REASONS];
+  // parking (kernel/park.c)
+  uint32_t unpark;              // set by whoever starts this parked hart again
+  uint64_t park_dispatches;     // dispatches when idle_since was set
+  uint64_t idle_since;          // (timebase) no dispatch here since then
+  uint64_t parks, unparks, parked_ticks;
+  uint64_t parked_at;           // (timebase) when it parked, 0 while it runs
   // address space (kernel/uvm.h, uvm_activate)
   uint64_t *satp_root;          // the root table in satp: the kernel's, or a process's kept on
   uint64_t satp_loads;          // satp writes (each empties the TLB, and QEMU's software TLB)

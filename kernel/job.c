@@ -15,6 +15,7 @@
 #include "trace.h"
 #include "hart.h"
 #include "param.h"
+#include "park.h"
 #include "syscall.h"
 #include "virtio_net.h"
 
@@ -112,6 +113,15 @@ void start_main_job(const char *args) {
     sched_tick_kicks_any(1);
     kprintf("sched: a busy hart's tick kicks whenever work waits (tick_kick=any)\n");
   }
+  uint32_t park_ms = PARK_DELAY_MS;
+  if (bootarg(args, "park_ms", val, sizeof val)) {
+    park_ms = (uint32_t)bootarg_number(val, 100000);
+    if (park_ms)
+      kprintf("sched: a hart idle for %u ms parks (park_ms)\n", park_ms);
+    else
+      kprintf("sched: idle harts never park (park_ms=0)\n");
+  }
+  park_set_delay_ms(park_ms);
   if (bootarg(args, "idle_tick", val, sizeof val) && strcmp(val, "1") == 0) {
     timer_set_idle_tick(1);
     kprintf("timer: idle harts keep their tick (idle_tick=1)\n");

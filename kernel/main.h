@@ -15,6 +15,8 @@
 //                 at once); beside any job
 //   idle_tick=1   idle harts keep their periodic tick (by default they sleep
 //                 without one: kernel/timer.c); beside any job
+//   park_ms=N     a hart idle for N ms parks (kernel/park.c; PARK_DELAY_MS by
+//                 default, 0: never); beside any job
 //   harts=N       use only N of the board's harts (the rest stay stopped in
 //                 the firmware: QEMU still emulates them all, in its
 //                 multi-vCPU mode); read at boot by kmain, beside any job

@@ -5,6 +5,7 @@
 #include "klib.h"
 #include "kmalloc.h"
 #include "palloc.h"
+#include "park.h"
 #include "printf.h"
 #include "riscv.h"
 #include "sbi.h"
@@ -99,8 +100,13 @@ void sched_tick(void) {
   struct hart *h = this_hart();
   int busy = h->idle_wfi == h->idle_wfi_at_tick;   // no idle wait since the last tick
   h->idle_wfi_at_tick = h->idle_wfi;
-  if ((busy || tick_kicks_any) && !h->idling && exec_lane_has_ready(&kexec, h->index))
-    kick_lane(64, IPI_KICK_TICK);
+  if ((busy || tick_kicks_any) && !h->idling && exec_lane_has_ready(&kexec, h->index)) {
+    // An idle hart if one sleeps, else a parked one (kernel/park.c).
+    if (__atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~(1ULL << h->index))
+      kick_lane(64, IPI_KICK_TICK);
+    else if (busy)
+      park_tick();
+  }
 }
 
 
@@ -132,6 +138,14 @@ static void idle_wait(struct hart *h) {
   // interrupts masked, so the interrupt stays pending for wfi).
   if (__atomic_load_n(&uvm_ndying, __ATOMIC_SEQ_CST))
     uvm_activate(0);
+  // Idle long enough, it parks instead (kernel/park.c), before it joins the
+  // idle mask: a kick then goes to a hart that will look.
+  uint64_t recheck;
+  if (park_idle(h, rdtime(), !exec_ready_anywhere(&kexec), &recheck)) {
+    intr_on();
+    h->idling = 0;
+    return;
+  }
   __atomic_fetch_or(&idle_harts, bit, __ATOMIC_SEQ_CST);
   // wfi returns when an interrupt is pending even with SIE clear; it is then
   // taken as soon as interrupts are on again. Checking with SIE clear closes the
@@ -139,7 +153,7 @@ static void idle_wait(struct hart *h) {
   // the union, which can lack a bit for a moment while a lane clears it.
   if (!exec_ready_anywhere(&kexec)) {
     h->idle_wfi++;
-    timer_idle_enter();          // no tick while it sleeps (kernel/timer.c)
+    timer_idle_enter(recheck);   // no tick while it sleeps (kernel/timer.c)
     uint64_t slept = rdtime();
     wfi();
     h->idle_halted += rdtime() - slept;
@@ -192,8 +206,32 @@ int kco_run_stackless(uint32_t max_prio) {
   return exec_best_prio(&kexec) > max_prio;
 }
 
+// A spawn into another hart's lane: that hart may be parked, or about to fold
+// its lane (kernel/park.c). park_hold_awake starts it if need be and keeps it
+// from parking until the coroutine is queued there.
+struct spawn_args {
+  uint32_t lane;
+  co_poll_fn poll;
+  void *arg;
+  uint32_t prio;
+  enum co_kind kind;
+};
+
+static int64_t spawn_now(void *p) {
+  struct spawn_args *a = p;
+  return exec_spawn_on(&kexec, a->lane, a->poll, a->arg, a->prio, a->kind);
+}
+
+static int64_t spawn_in(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio,
+                        enum co_kind kind) {
+  struct spawn_args a = { hart, poll, arg, prio, kind };
+  if (hart == this_hart()->index)
+    return spawn_now(&a);
+  return park_hold_awake(hart, spawn_now, &a);
+}
+
 int64_t kco_spawn_on(uint32_t hart, co_poll_fn poll, void *arg, uint32_t prio) {
-  int64_t cid = exec_spawn_on(&kexec, hart, poll, arg, prio, CO_STACKLESS);
+  int64_t cid = spawn_in(hart, poll, arg, prio, CO_STACKLESS);
   if (cid > 0)
     kick_lane(hart, IPI_KICK_SPAWN);
   return cid;
@@ -243,7 +281,7 @@ int64_t kco_spawn_stackful_on(uint32_t hart, void (*fn)(void *), void *arg, uint
   }
   stackful_init(sf, stack, KCO_STACK_PAGES * PAGE_SIZE, fn, arg, flags & KCO_FULLSAVE,
                 release_stackful);
-  int64_t cid = exec_spawn_on(&kexec, hart, stackful_poll, sf, prio, CO_STACKFUL);
+  int64_t cid = spawn_in(hart, stackful_poll, sf, prio, CO_STACKFUL);
   if (cid < 0) {
     release_stackful(sf);
     return cid;
@@ -289,7 +327,7 @@ int kco_wake_home(cid_t cid) {
 int kco_wake_elsewhere(cid_t cid) {
   // Another hart: an idle one if there is one (it runs the coroutine now),
   // else the next one.
-  uint32_t self = this_hart()->index, n = nharts_online;
+  uint32_t self = this_hart()->index, n = park_harts_awake();
   if (n < 2)
     return kco_wake(cid);
   uint64_t idle = __atomic_load_n(&idle_harts, __ATOMIC_SEQ_CST) & ~(1ULL << self);
@@ -344,16 +382,17 @@ static void print_stats(stats_out_fn *out) {
   for (uint32_t i = 0; i < nharts_online; i++) {
     struct hart *h = &harts[i];
     out("hart %u (id %u): dispatches %lu, ticks %lu, irq timer %lu soft %lu ext %lu, idle waits %lu "
-        "(halted %lu ms), wakes here %lu, timer irqs late %lu (latest %lu us), satp loads %lu\n",
+        "(halted %lu ms), wakes here %lu, timer irqs late %lu (latest %lu us), satp loads %lu, "
+        "parked %lu times (%lu ms; started again %lu)\n",
         i, h->hartid, h->dispatches, h->ticks, h->irq_timer, h->irq_soft, h->irq_ext, h->idle_wfi,
         h->idle_halted * 1000 / board.timebase_hz, h->wakes_here, h->timer_late, h->timer_late_max_us,
-        h->satp_loads);
+        h->satp_loads, h->parks, park_time(h) * 1000 / board.timebase_hz, h->unparks);
     // (a line of its own: the console's output lines are bounded)
     out("          IPIs asked for: kicks (spawn %lu, wake %lu, tick %lu, hand-over %lu, other %lu), "
-        "user interrupts %lu, address space %lu\n",
+        "user interrupts %lu, address space %lu, unpark %lu, timers %lu\n",
         h->ipis_asked[IPI_KICK_SPAWN], h->ipis_asked[IPI_KICK_WAKE], h->ipis_asked[IPI_KICK_TICK],
         h->ipis_asked[IPI_KICK_HAND], h->ipis_asked[IPI_KICK_OTHER], h->ipis_asked[IPI_UINTR],
-        h->ipis_asked[IPI_ADDRSPACE]);
+        h->ipis_asked[IPI_ADDRSPACE], h->ipis_asked[IPI_UNPARK], h->ipis_asked[IPI_TIMERS]);
   }
 }
 STATS_SOURCE(10, "sched", print_stats);

@@ -50,12 +50,13 @@ static int idle_tick;
 
 void timer_set_idle_tick(int on) { idle_tick = on; }
 
-void timer_idle_enter(void) {
+void timer_idle_enter(uint64_t wake_by) {
   if (idle_tick)
     return;
   struct hart *h = this_hart();
   spin_lock(&h->timer_lock);
-  program(h->ntimers ? h->timers[0].when : ~0ULL);
+  uint64_t when = h->ntimers ? h->timers[0].when : ~0ULL;
+  program(when < wake_by ? when : wake_by);
   spin_unlock(&h->timer_lock);
 }
 
@@ -238,6 +239,57 @@ int timer_interrupt(void) {
   reprogram(h);
   spin_unlock(&h->timer_lock);
   return ticked;
+}
+
+// Parking (kernel/park.c). Both locks in hart order (to's index is lower),
+// as timer_live takes them.
+int timer_hand_over(uint32_t to_index) {
+  struct hart *h = this_hart(), *to = &harts[to_index];
+  int r = 0, moved = 0;
+  spin_lock(&to->timer_lock);
+  spin_lock(&h->timer_lock);
+  if (h->ntimers) {
+    uint32_t need = to->ntimers + h->ntimers;
+    if (need > to->timer_cap) {
+      uint32_t cap = to->timer_cap ? to->timer_cap : TIMER_HEAP_INITIAL;
+      while (cap < need)
+        cap *= 2;
+      struct timer_entry *t = kmalloc(cap * sizeof(*t));
+      if (t) {
+        for (uint32_t i = 0; i < to->ntimers; i++)
+          t[i] = to->timers[i];
+        kfree(to->timers);
+        to->timers = t;
+        to->timer_cap = cap;
+      } else {
+        r = -1;
+      }
+    }
+    if (!r) {
+      for (uint32_t i = 0; i < h->ntimers; i++) {
+        to->timers[to->ntimers] = h->timers[i];
+        sift_up(to->timers, to->ntimers++);
+      }
+      h->ntimers = 0;
+      __atomic_store_n(&to->timers_moved, 1, __ATOMIC_RELEASE);
+      moved = 1;
+    }
+  }
+  spin_unlock(&h->timer_lock);
+  spin_unlock(&to->timer_lock);
+  if (moved)
+    hart_ipi(to_index, IPI_TIMERS);
+  return r;
+}
+
+void timer_take_handed(void) {
+  struct hart *h = this_hart();
+  if (!__atomic_load_n(&h->timers_moved, __ATOMIC_ACQUIRE))
+    return;
+  spin_lock(&h->timer_lock);
+  h->timers_moved = 0;
+  reprogram(h);
+  spin_unlock(&h->timer_lock);
 }
 
 // A stackful coroutine sleeps by arming a timer for itself and blocking; a

@@ -18,9 +18,10 @@ int timer_interrupt(void);           // from the trap handler: 1 if a tick passe
 // An idle hart stops its periodic tick while it sleeps (interrupts masked,
 // just before wfi): it wakes for its own timers' deadlines, an IPI or a
 // device, and timer_idle_exit starts the tick again a full period later.
+// wake_by: a deadline of the caller's own (parking, kernel/park.c), ~0 if none.
 // timer_set_idle_tick(1) keeps the tick running while idle (bootargs
 // idle_tick=1), for comparisons.
-void timer_idle_enter(void);
+void timer_idle_enter(uint64_t wake_by);
 void timer_idle_exit(void);
 void timer_set_idle_tick(int on);
 // Wake cid at or after `when`. The entry lives on the calling hart's heap and
@@ -28,6 +29,14 @@ void timer_set_idle_tick(int on);
 // and a live coroutine must tolerate a spurious wake. Returns 0, or -1 if no memory.
 int timer_add(uint64_t when, cid_t cid);
 int timer_uses_sstc(void);
+// A hart that parks (kernel/park.c) gives every entry of its heap to hart
+// `to` (of a lower index, which does not park), interrupting it to program
+// its compare register for them: an armed deadline fires even if the hart
+// that armed it stops. 0, or -1 if to's heap could not grow (nothing moved).
+int timer_hand_over(uint32_t to);
+// The software interrupt's part (trap.c): program the compare register
+// again if entries were handed to this hart.
+void timer_take_handed(void);
 // Coroutines that still exist and have a timer armed on some hart
 // (KSTAT_TIMERS): stale entries (their coroutine has ended) wait for their
 // deadline to be dropped, and a coroutine that re-armed early has two, so

@@ -103,6 +103,7 @@ int trap_interrupt(uint64_t cause) {
     TRACE_IRQ(TR_IRQ_SOFT, 0);
     this_hart()->irq_soft++;
     csr_clear(sip, SIE_SSIE);
+    timer_take_handed();
     return 1;
   case IRQ_S_EXT:
     this_hart()->irq_ext++;

@@ -540,7 +540,9 @@ int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
     exec_irqstate_t i1 = exec_lock_acquire(&first->lock);
     exec_irqstate_t i2 = exec_lock_acquire(&second->lock);
     int r = -100;
-    if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == from) {
+    if (to >= ex->nlanes) {
+      r = -200;   // `to` was folded meanwhile (exec_fold_lanes): a plain wake, below
+    } else if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == from) {
       if (c->gen == (uint32_t)(cid >> 32) && c->state == CO_BLOCKED) {
         // A blocked coroutine moves under its old lane's lock (the rule
         // lock_home relies on) and is queued in the new one.
@@ -554,6 +556,8 @@ int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
     }
     exec_lock_release(&second->lock, i2);
     exec_lock_release(&first->lock, i1);
+    if (r == -200)
+      return exec_wake_lane(ex, cid, 0);
     if (r == EXEC_ESTALE)
       __atomic_fetch_add(&ex->stale_wakes, 1, __ATOMIC_RELAXED);
     if (r != -100)
@@ -949,19 +953,91 @@ uint32_t exec_best_prio(const struct executor *ex) {
 
 // Take every lane's lock (in index order; nothing else holds two lane locks)
 // and then the table's: the order the rest of this file uses. Returns how
-// many lanes it locked (exec_set_lanes may add one meanwhile).
+// many lanes it locked: all there are. The count changes only under lane
+// 0's lock (exec_set_lanes) or every lock (exec_fold_lanes), so it is read
+// again once they are held, and if one came first, the locks are taken
+// again for the new count.
+static void unlock_all(struct executor *ex, exec_irqstate_t *irq, uint32_t n);
+
 static uint32_t lock_all(struct executor *ex, exec_irqstate_t *irq) {
-  uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST);
-  for (uint32_t i = 0; i < n; i++)
-    irq[i] = exec_lock_acquire(&lane_at(ex, i)->lock);
-  irq[n] = exec_lock_acquire(&ex->lock);
-  return n;
+  for (;;) {
+    uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST);
+    for (uint32_t i = 0; i < n; i++)
+      irq[i] = exec_lock_acquire(&lane_at(ex, i)->lock);
+    irq[n] = exec_lock_acquire(&ex->lock);
+    if (__atomic_load_n(&ex->nlanes, __ATOMIC_SEQ_CST) == n)
+      return n;
+    unlock_all(ex, irq, n);
+  }
 }
 
 static void unlock_all(struct executor *ex, exec_irqstate_t *irq, uint32_t n) {
   exec_lock_release(&ex->lock, irq[n]);
   for (uint32_t i = n; i-- > 0;)
     exec_lock_release(&lane_at(ex, i)->lock, irq[i]);
+}
+
+// exec_set_lanes's opposite, for a kernel whose idle harts park (kernel/park.c).
+// Lanes nlanes.. must have nothing ready and nothing running (their harts
+// are idle and stay out of the executor from now on): every coroutine homed
+// there (a blocked one) gets lane 0 as its home, and their free slots and
+// counters go to lane 0, so that the executor looks as if it had always had
+// nlanes lanes. With one lane left it takes the one-lane steps again. Under
+// every lock (lock_all), so no step of another lane is half done; one that
+// read the old nlanes before finds the folded lanes empty, and a waker that
+// read a folded home finds it changed under the lock (lock_home) or is told
+// by exec_wake_to's check. A spawn into a folded lane is the caller's to
+// prevent. Returns 0, EXEC_EINVAL, or EXEC_EBUSY (something ready or running
+// there: nothing changed).
+int exec_fold_lanes(struct executor *ex, uint32_t nlanes) {
+  exec_irqstate_t irq[EXEC_MAX_LANES + 1];
+  uint32_t nl = lock_all(ex, irq);
+  int r = 0;
+  if (nlanes == 0 || nlanes >= nl)
+    r = EXEC_EINVAL;
+  for (uint32_t i = nlanes; i < nl && !r; i++)
+    if (lane_at(ex, i)->bitmap)
+      r = EXEC_EBUSY;
+  uint32_t nslots = ex->nchunks * EXEC_CHUNK_SLOTS;
+  for (uint32_t s = 0; s < nslots && !r; s++) {
+    struct co *c = slot_ptr(ex, s);
+    if (c->lane >= nlanes && (c->state == CO_RUNNING || c->state == CO_SUSPENDED))
+      r = EXEC_EBUSY;
+  }
+  if (!r) {
+    struct exec_lane *l0 = lane_at(ex, 0);
+    for (uint32_t s = 0; s < nslots; s++) {
+      struct co *c = slot_ptr(ex, s);
+      if (c->lane >= nlanes)
+        __atomic_store_n(&c->lane, 0, __ATOMIC_RELEASE);
+    }
+    for (uint32_t i = nlanes; i < nl; i++) {
+      struct exec_lane *l = lane_at(ex, i);
+      while (l->free) {
+        struct co *c = l->free;
+        l->free = c->next;
+        c->next = ex->free_list;
+        ex->free_list = c;
+      }
+      l->nfree = 0;
+      l0->wakes += l->wakes;
+      l0->wakes_remembered += l->wakes_remembered;
+      l0->steals += l->steals;
+      l0->spawned += l->spawned;
+      l0->exited += l->exited;
+      l->wakes = l->wakes_remembered = l->steals = 0;
+      l->spawned = l->exited = 0;
+    }
+    __atomic_store_n(&ex->nlanes, nlanes, __ATOMIC_SEQ_CST);
+    if (nlanes == 1) {
+      // The one-lane union is an exact copy of the lane's bitmap (union_copy);
+      // with several it may hold a bit nobody backs any more.
+      __atomic_store_n(&ex->bitmap, l0->bitmap, __ATOMIC_SEQ_CST);
+      __atomic_store_n(&ex->multi, 0, __ATOMIC_SEQ_CST);
+    }
+  }
+  unlock_all(ex, irq, nl);
+  return r;
 }
 
 // Counters, plus how many coroutines are in each state (a walk of the slot

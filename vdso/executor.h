@@ -67,6 +67,7 @@ enum co_kind { CO_STACKLESS = 0, CO_STACKFUL = 1 };
 #define EXEC_ESTALE (-1)    // no live coroutine has this cid
 #define EXEC_EINVAL (-2)    // priority out of range, null poll function
 #define EXEC_ENOMEM (-3)    // no memory for another slot chunk
+#define EXEC_EBUSY (-4)     // exec_fold_lanes: a lane to fold has work
 
 typedef int (*co_poll_fn)(void *arg);
 
@@ -163,6 +164,11 @@ int exec_init(struct executor *ex, uint32_t nprio, void *(*alloc)(size_t), void 
 // Use nlanes lanes from now on (more than before; at most EXEC_MAX_LANES:
 // room for all is allocated at init). 0 or EXEC_EINVAL.
 int exec_set_lanes(struct executor *ex, uint32_t nlanes);
+// Use only lanes 0..nlanes-1 from now on (fewer than now): their harts stop
+// (kernel/park.c). The others must have nothing ready or running; what is
+// homed there moves to lane 0 (executor.c says what the caller must keep
+// out). 0, EXEC_EINVAL or EXEC_EBUSY. exec_set_lanes grows them again.
+int exec_fold_lanes(struct executor *ex, uint32_t nlanes);
 // Grow the slot table to at least `slots` slots now (it grows by itself when
 // full; reserving up front keeps a peak of live coroutines from changing the
 // memory counters that leak tests compare). 0 or EXEC_ENOMEM.

@@ -784,6 +784,76 @@ static void test_lanes_yield_and_union(void) {
   exec_destroy(&ex);
 }
 
+// Folding lanes (kernel/park.c parks the harts that own them): refused while
+// a lane to fold has a ready or running coroutine; then the blocked ones
+// homed there move to lane 0, the counters and free slots go with them, and
+// one lane left means the one-lane steps. A wake aimed at a folded lane is a
+// plain wake; the lanes can grow again.
+static void test_fold_lanes(void) {
+  struct executor ex;
+  CHECK_EQ(exec_init_lanes(&ex, 8, 3, malloc, free), 0);
+  int log[16], n = 0;
+  struct rec r[4];
+  cid_t cid[4];
+  for (int i = 0; i < 4; i++) {
+    r[i] = (struct rec){ i, log, &n, CO_PENDING };
+    cid[i] = (cid_t)exec_spawn_on(&ex, (uint32_t)(1 + i % 2), rec_poll, &r[i], 3, CO_STACKLESS);
+  }
+  CHECK_EQ(exec_fold_lanes(&ex, 1), EXEC_EBUSY);       // lanes 1 and 2 have ready ones
+  CHECK_EQ(exec_fold_lanes(&ex, 0), EXEC_EINVAL);
+  CHECK_EQ(exec_fold_lanes(&ex, 3), EXEC_EINVAL);       // not fewer
+  struct co *x = exec_next_on(&ex, 2, 0, 0);            // lane 2's first, running there
+  CHECK(x && x->lane == 2);
+  struct co *c = exec_next_on(&ex, 1, 0, 0);            // lane 1 runs the rest (stealing
+  while (c)                                             // lane 2's other): all block there
+    c = exec_next_on(&ex, 1, c, c->poll(c->arg));
+  CHECK_EQ(exec_fold_lanes(&ex, 2), EXEC_EBUSY);       // nothing ready, but x runs in lane 2
+  CHECK_EQ(exec_fold_lanes(&ex, 1), EXEC_EBUSY);
+  CHECK(exec_next_on(&ex, 2, x, x->poll(x->arg)) == 0);   // x blocks: homed in lane 2
+  CHECK_EQ(x->lane, 2);
+  struct exec_stats before, after;
+  exec_get_stats(&ex, &before);
+  CHECK_EQ(before.blocked, 4);
+  CHECK_EQ(exec_fold_lanes(&ex, 2), 0);                 // lane 2 goes
+  CHECK_EQ(ex.nlanes, 2);
+  CHECK_EQ(ex.multi, 1);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_fold_lanes(&ex, 1), 0);                 // and lane 1
+  CHECK_EQ(ex.nlanes, 1);
+  CHECK_EQ(ex.multi, 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_get_stats(&ex, &after);
+  CHECK_EQ(after.spawned, before.spawned);
+  CHECK_EQ(after.wakes, before.wakes);
+  CHECK_EQ(after.blocked, 4);
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ(exec_lookup(&ex, cid[i])->lane, 0);
+  // Woken, they run in lane 0 (the one-lane step), wherever they were.
+  CHECK_EQ(exec_wake_to(&ex, cid[0], 2), 1);            // a folded lane: a plain wake
+  CHECK_EQ(exec_wake(&ex, cid[1]), 1);
+  CHECK_EQ(exec_best_prio(&ex), 3);
+  n = 0;
+  r[0].result = r[1].result = CO_DONE;
+  CHECK_EQ(drain(&ex, 10), 2);
+  CHECK_EQ(n, 2);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  // Grown again: the several-lane steps, a steal from lane 0 by lane 1.
+  CHECK_EQ(exec_set_lanes(&ex, 2), 0);
+  CHECK_EQ(ex.multi, 1);
+  r[2].result = r[3].result = CO_DONE;
+  CHECK_EQ(exec_wake(&ex, cid[2]), 1);
+  CHECK_EQ(exec_wake(&ex, cid[3]), 1);
+  struct co *d = exec_next_on(&ex, 1, 0, 0);
+  CHECK(d && d->lane == 1);
+  struct co *e = exec_next_on(&ex, 1, d, d->poll(d->arg));   // d ends; lane 1 steals the other
+  CHECK(e && e != d && e->lane == 1);
+  CHECK(exec_next_on(&ex, 1, e, e->poll(e->arg)) == 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  exec_get_stats(&ex, &after);
+  CHECK_EQ(after.live, 0);
+  exec_destroy(&ex);
+}
+
 CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_init_rejects_bad_args);
   RUN_TEST(test_priority_order_and_fifo);
@@ -807,4 +877,5 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_lanes_own_first_then_steal_better);
   RUN_TEST(test_lanes_yield_and_union);
   RUN_TEST(test_wake_to_another_lane);
+  RUN_TEST(test_fold_lanes);
 CHECK_MAIN_END

@@ -137,11 +137,31 @@ static void snap(struct snapshot *s) {
 }
 
 static volatile uint32_t test_done;
+static volatile cid_t runner_cid;
 
 static void test_body(void *arg) {
   const struct ktest *t = arg;
   t->fn();
   __atomic_store_n(&test_done, 1, __ATOMIC_SEQ_CST);
+  kco_wake(runner_cid);
+}
+
+// The runner waits for the test's end without polling: the test body wakes
+// it, and one timer entry bounds the wait. (A poll every millisecond would
+// keep waking whichever hart the runner sleeps on, which then never looks
+// idle: the parking tests, test_park.c, need every other hart idle.)
+static int wait_test_done(uint32_t timeout_ms) {
+  uint64_t deadline = rdtime() + (uint64_t)timeout_ms * board.timebase_hz / 1000;
+  int armed = 0;
+  while (!__atomic_load_n(&test_done, __ATOMIC_SEQ_CST) && rdtime() < deadline) {
+    if (!armed && timer_add(deadline, kco_current()) == 0)
+      armed = 1;                 // (entries are never lost: once is enough)
+    if (armed)
+      kco_block();
+    else
+      kco_sleep_ms(1);           // no memory for the entry: poll
+  }
+  return __atomic_load_n(&test_done, __ATOMIC_SEQ_CST);
 }
 
 static int run_one(const struct ktest *t) {
@@ -149,6 +169,7 @@ static int run_one(const struct ktest *t) {
   cur_failed = 0;
   cur_why[0] = 0;
   test_done = 0;
+  runner_cid = kco_current();
   snap(&before);
   struct cache_use cache_before = cache_usage();
   uint64_t instret0 = rdinstret(), cycle0 = rdcycle();
@@ -156,7 +177,7 @@ static int run_one(const struct ktest *t) {
     kprintf("KTEST FAIL %s: cannot spawn the test coroutine\n", t->name);
     return 0;
   }
-  if (!ktest_wait_count(&test_done, 1, TEST_TIMEOUT_MS)) {
+  if (!wait_test_done(TEST_TIMEOUT_MS)) {
     kprintf("KTEST FAIL %s: timed out after %d ms\n", t->name, TEST_TIMEOUT_MS);
     monitor_stats();
     return -1;   // a stuck coroutine may hold anything: stop here
