@@ -73,7 +73,7 @@ static int fold_self(struct hart *h) {
   return folded;
 }
 
-// Wait, outside the executor, until park_wake sets our flag. A software
+// Wait, outside the executor, until wake_upto sets our flag. A software
 // interrupt is the only one enabled, so wfi sleeps through device interrupts
 // (the other harts take them) and timers; SSIP is cleared before the flag is
 // read, so an IPI sent after the read ends the next wfi.
