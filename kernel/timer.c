@@ -140,23 +140,34 @@ static void drop_stale(struct hart *h) {
     sift_down(h->timers, n, i);
 }
 
+// (h's timer_lock held) Room for at least `need` entries: the heap doubles
+// (from TIMER_HEAP_INITIAL) until they fit. 0, or -1 with nothing changed.
+static int heap_grow(struct hart *h, uint32_t need) {
+  if (need <= h->timer_cap)
+    return 0;
+  uint32_t cap = h->timer_cap ? h->timer_cap * 2 : TIMER_HEAP_INITIAL;
+  while (cap < need)
+    cap *= 2;
+  struct timer_entry *t = kmalloc(cap * sizeof(*t));
+  if (!t)
+    return -1;
+  for (uint32_t i = 0; i < h->ntimers; i++)
+    t[i] = h->timers[i];
+  kfree(h->timers);
+  h->timers = t;
+  h->timer_cap = cap;
+  return 0;
+}
+
 int timer_add(uint64_t when, cid_t cid) {
   struct hart *h = this_hart();
   spin_lock(&h->timer_lock);
   if (h->ntimers == h->timer_cap) {
     drop_stale(h);
-    if (h->ntimers >= h->timer_cap / 2) {   // still at least half full (or no heap yet): grow
-      uint32_t cap = h->timer_cap ? h->timer_cap * 2 : TIMER_HEAP_INITIAL;
-      struct timer_entry *t = kmalloc(cap * sizeof(*t));
-      if (!t) {
-        spin_unlock(&h->timer_lock);
-        return -1;
-      }
-      for (uint32_t i = 0; i < h->ntimers; i++)
-        t[i] = h->timers[i];
-      kfree(h->timers);
-      h->timers = t;
-      h->timer_cap = cap;
+    // still at least half full (or no heap yet): grow
+    if (h->ntimers >= h->timer_cap / 2 && heap_grow(h, h->timer_cap + 1) != 0) {
+      spin_unlock(&h->timer_lock);
+      return -1;
     }
   }
   h->timers[h->ntimers] = (struct timer_entry){ when, cid };
@@ -249,22 +260,7 @@ int timer_hand_over(uint32_t to_index) {
   spin_lock(&to->timer_lock);
   spin_lock(&h->timer_lock);
   if (h->ntimers) {
-    uint32_t need = to->ntimers + h->ntimers;
-    if (need > to->timer_cap) {
-      uint32_t cap = to->timer_cap ? to->timer_cap : TIMER_HEAP_INITIAL;
-      while (cap < need)
-        cap *= 2;
-      struct timer_entry *t = kmalloc(cap * sizeof(*t));
-      if (t) {
-        for (uint32_t i = 0; i < to->ntimers; i++)
-          t[i] = to->timers[i];
-        kfree(to->timers);
-        to->timers = t;
-        to->timer_cap = cap;
-      } else {
-        r = -1;
-      }
-    }
+    r = heap_grow(to, to->ntimers + h->ntimers);
     if (!r) {
       for (uint32_t i = 0; i < h->ntimers; i++) {
         to->timers[to->ntimers] = h->timers[i];
