@@ -160,6 +160,11 @@ class Guest:
         with self.lock:
             return self.out.decode(errors="replace")
 
+    def text_since(self, at):
+        """The output after offset at (a mark: bytes, not characters)."""
+        with self.lock:
+            return self.out[at:].decode(errors="replace")
+
     def mark(self):
         with self.lock:
             return len(self.out)
@@ -220,6 +225,8 @@ def backtraces(a):
 
 
 STATUS_KEY = b"\x14"              # Ctrl-T: the kernel prints its counters and listings
+# A hart's line in the status key's output (kernel/sched.c's counters).
+HART_LINE = re.compile(r"^hart (\d+) \(id \d+\):.*parked (\d+) times \((\d+) ms; started again (\d+)\)", re.M)
 
 
 class Soak:
@@ -494,6 +501,18 @@ def main():
                     s.say(f"end: the counters were back after {tries} look(s)")
         for row in s.table():
             print("soak: " + row, flush=True)
+        if not s.failures and g.alive() and s.snap.get("end"):
+            # Each hart's scheduler counters at the end (the status key's
+            # hart lines), for the summary: how often idle harts parked and
+            # were started again under this load (kernel/park.c).
+            at = g.mark()
+            g.send_raw(STATUS_KEY)
+            if g.wait_for(r"^status: end", at, 60):
+                s.harts = HART_LINE.findall(g.text_since(at))
+                for h in s.harts:
+                    s.say("hart %s: parked %s times (%s ms), started again %s" % h)
+            else:
+                s.fail("no-hang", "the kernel did not answer the status key (Ctrl-T) at the end within 60 s")
         if s.failures and g.alive():
             # The status key (kernel/status.c): what each process, thread and
             # connection waits for, into the console log, before the boot ends.
@@ -596,6 +615,14 @@ def write_summary(a, s, nrounds, started, verdict):
     for i, f in enumerate(s.rounds, 1):
         lines.append(f"| {i} | {f['connected']} | {f['answered']} | {f['rps']:.0f} | {f['wrong']} | "
                      f"{f['errors']} | {f['p99'] / 1000:.1f} | {', '.join(f['bad']) or '-'} |")
+    harts = getattr(s, "harts", [])
+    if harts:
+        lines += ["", "## Harts", "",
+                  "From the status key (Ctrl-T) after the end: how often each hart, idle for "
+                  "the park delay, parked (kernel/park.c), how long it stayed parked in all, and "
+                  "how often a busy hart or a spawn started it again.", "",
+                  "| hart | parked (times) | parked (ms) | started again |", "|--:|--:|--:|--:|"]
+        lines += [f"| {h} | {n} | {ms} | {again} |" for h, n, ms, again in harts]
     if s.failures:
         lines += ["", "## Failures", ""] + [f"- {why}" for _, why in s.failures]
     lines += ["", "Latency is the host's as much as the guest's: QEMU and the clients share the "
