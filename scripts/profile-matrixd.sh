@@ -18,7 +18,9 @@
 #   scripts/profile-matrixd.sh [SMP] [MODEL] [N]     e.g. scripts/profile-matrixd.sh 2 kcuc 15
 #   (env: BUILD, DURATION_S (5), BOOTARGS: more kernel arguments, e.g. "netlock=spin",
 #    LOAD: the client's connections and interval, "-c 128 -i 0" (the closed
-#    loop) by default; "-c 64 -i 100" is bench-light.sh's light load)
+#    loop) by default; "-c 64 -i 100" is bench-light.sh's light load;
+#    MATRIXD_ARGS: more matrixd options, commas for spaces, e.g. "-t,1";
+#    TAG: a name for this run's files besides model, harts and n)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/qemu-lib.sh     # BUILD, boot_matrixd, halt_qemu, build_for_profile, insnprof_snap
@@ -31,12 +33,12 @@ MCLIENT=$BUILD/host/mclient
 DIR=$BUILD/profile-matrixd
 mkdir -p "$DIR"
 build_for_profile profile-matrixd "$DIR" || exit 1
-base=$DIR/$model-smp$smp-n$n
+base=$DIR/$model-smp$smp-n$n${TAG:+-$TAG}
 req=$base.snapreq
 rm -f "$base".*.prof "$req" "$req.new"
 
 QEMU_EXTRA="-mem-prealloc -plugin $PLUGIN,out=$base.exit.prof,snap=$req"
-if ! boot_matrixd "$base.log" "$smp" "${BOOTARGS:+$BOOTARGS }user=matrixd,-m,$model,-q"; then
+if ! boot_matrixd "$base.log" "$smp" "${BOOTARGS:+$BOOTARGS }user=matrixd,-m,$model,-q${MATRIXD_ARGS:+,$MATRIXD_ARGS}"; then
   echo "profile-matrixd: matrixd did not start; see $base.log" >&2
   exit 1
 fi
