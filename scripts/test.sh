@@ -288,6 +288,9 @@ user_suite() {   # user_suite PREFIX
   # watchdog for a lost wake (user/wakestress.c): coroutine and poller modes
   user_prog "$prefix" wakestress-smp2 2 "wakestress,15"
   user_prog "$prefix" wakestress-poller-smp2 2 "wakestress,15,2"
+  # ... and while hart 1 keeps parking and being started again (park_ms=1:
+  # about ten folds and grows of the kernel's lanes in 10 s, kernel/park.c)
+  user_prog "$prefix" wakestress-park-smp2 2 "wakestress,10" park_ms=1
   # the CES mutex from coroutines on two threads (alloc_cpu)
   for smp in 2 4; do
     user_prog "$prefix" "cestest-smp$smp" $smp cestest
