@@ -32,6 +32,7 @@
 #include "printf.h"
 #include "riscv.h"
 #include "spinlock.h"
+#include "stats.h"
 #include "timer.h"
 #include "uvm.h"
 
@@ -60,6 +61,12 @@ uint32_t park_harts_awake(void) {
   return __atomic_load_n(&kexec.nlanes, __ATOMIC_ACQUIRE);
 }
 
+// What the folds cost (the console's `stats`): exec_fold_lanes walks the
+// whole slot table under every lane's lock, so while it runs no other hart
+// can take a step; its time grows with the slots the table has grown to.
+// Written under park_lock.
+static uint64_t folds, fold_ticks, fold_ticks_max, fold_slots_max;
+
 // Interrupts off. Fold this hart's lane if it may park now. Under park_lock,
 // so that no grow or other fold is half done.
 static int fold_self(struct hart *h) {
@@ -67,11 +74,30 @@ static int fold_self(struct hart *h) {
   spin_lock(&park_lock);
   if (h->index + 1 == park_harts_awake() && timer_hand_over(0) == 0) {
     __atomic_store_n(&h->unpark, 0, __ATOMIC_RELAXED);
+    uint64_t t0 = rdtime();
     folded = exec_fold_lanes(&kexec, h->index) == 0;
+    uint64_t t = rdtime() - t0;
+    uint64_t slots = (uint64_t)__atomic_load_n(&kexec.nchunks, __ATOMIC_ACQUIRE) * EXEC_CHUNK_SLOTS;
+    folds++;
+    fold_ticks += t;
+    if (t > fold_ticks_max)
+      fold_ticks_max = t;
+    if (slots > fold_slots_max)
+      fold_slots_max = slots;
   }
   spin_unlock(&park_lock);
   return folded;
 }
+
+static void print_stats(stats_out_fn *out) {
+  spin_lock(&park_lock);
+  uint64_t n = folds, total = fold_ticks, longest = fold_ticks_max, slots = fold_slots_max;
+  spin_unlock(&park_lock);
+  uint64_t per_us = board.timebase_hz / 1000000 ? board.timebase_hz / 1000000 : 1;
+  out("park: lanes folded %lu times (longest %lu us, mean %lu us; slot table up to %lu slots)\n",
+      n, longest / per_us, n ? total / n / per_us : 0, slots);
+}
+STATS_SOURCE(12, "sched", print_stats);
 
 // Wait, outside the executor, until wake_upto sets our flag. A software
 // interrupt is the only one enabled, so wfi sleeps through device interrupts

@@ -116,6 +116,7 @@ full=$(value yield_resume_fullsave)
       dispatch_stackless) what="one dispatch: fetch the best of 10,000 ready coroutines + poll (finds nothing to do) + settle it as blocked" ;;
       yield_stackless) what="two same-priority stackless coroutines yielding to each other: requeue + fetch + poll" ;;
       wake_blocked) what="exec_wake of a blocked coroutine (rdinstret overhead subtracted)" ;;
+      fold_lanes_1024|fold_lanes_10240) what="exec_fold_lanes of lane 1 into lane 0 with ${name#fold_lanes_} coroutines blocked in lane 1 (one fold, under every lane lock: how long a parking hart keeps the others from any step)" ;;
       yield_resume_cacs) what="resume + yield of a stackful coroutine, CACS switch, no executor (both call sites know the kind)" ;;
       yield_resume_fullsave) what="the same with the full-save switch (ra, sp, s0-s11)" ;;
       yield_resume_cacs_via_executor) what="CACS yield + executor round + resume" ;;

@@ -988,7 +988,8 @@ static void unlock_all(struct executor *ex, exec_irqstate_t *irq, uint32_t n) {
 // read a folded home finds it changed under the lock (lock_home) or is told
 // by exec_wake_to's check. A spawn into a folded lane is the caller's to
 // prevent. Returns 0, EXEC_EINVAL, or EXEC_EBUSY (something ready or running
-// there: nothing changed).
+// there: the lanes stay as they were, though some blocked coroutines may
+// have lane 0 as their home now).
 int exec_fold_lanes(struct executor *ex, uint32_t nlanes) {
   exec_irqstate_t irq[EXEC_MAX_LANES + 1];
   uint32_t nl = lock_all(ex, irq);
@@ -998,19 +999,28 @@ int exec_fold_lanes(struct executor *ex, uint32_t nlanes) {
   for (uint32_t i = nlanes; i < nl && !r; i++)
     if (lane_at(ex, i)->bitmap)
       r = EXEC_EBUSY;
-  uint32_t nslots = ex->nchunks * EXEC_CHUNK_SLOTS;
-  for (uint32_t s = 0; s < nslots && !r; s++) {
-    struct co *c = slot_ptr(ex, s);
-    if (c->lane >= nlanes && (c->state == CO_RUNNING || c->state == CO_SUSPENDED))
-      r = EXEC_EBUSY;
+  // One walk of the slot table, chunk by chunk (it runs under every lock, so
+  // no step of any lane can be taken meanwhile: bench_micro's fold_lanes
+  // rows count it): each slot homed in a lane to fold gets lane 0. A running
+  // one there (none, while those lanes' harts are idle, as the caller
+  // promises) refuses the fold; the blocked ones moved before it stay in
+  // lane 0, which is allowed: a blocked coroutine's home may be any lane in
+  // use. The stores are relaxed: whoever acts on a home reads it again
+  // under that lane's lock (lock_home, exec_wake_to), and the releases of
+  // the locks below publish them.
+  for (uint32_t k = 0; k < ex->nchunks && !r; k++) {
+    for (struct co *c = ex->chunks[k], *end = c + EXEC_CHUNK_SLOTS; c < end; c++) {
+      if (c->lane < nlanes)
+        continue;
+      if (c->state == CO_RUNNING || c->state == CO_SUSPENDED) {
+        r = EXEC_EBUSY;
+        break;
+      }
+      __atomic_store_n(&c->lane, 0, __ATOMIC_RELAXED);
+    }
   }
   if (!r) {
     struct exec_lane *l0 = lane_at(ex, 0);
-    for (uint32_t s = 0; s < nslots; s++) {
-      struct co *c = slot_ptr(ex, s);
-      if (c->lane >= nlanes)
-        __atomic_store_n(&c->lane, 0, __ATOMIC_RELEASE);
-    }
     for (uint32_t i = nlanes; i < nl; i++) {
       struct exec_lane *l = lane_at(ex, i);
       while (l->free) {

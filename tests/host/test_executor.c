@@ -808,7 +808,8 @@ static void test_fold_lanes(void) {
   while (c)                                             // lane 2's other): all block there
     c = exec_next_on(&ex, 1, c, c->poll(c->arg));
   CHECK_EQ(exec_fold_lanes(&ex, 2), EXEC_EBUSY);       // nothing ready, but x runs in lane 2
-  CHECK_EQ(exec_fold_lanes(&ex, 1), EXEC_EBUSY);
+  CHECK_EQ(exec_fold_lanes(&ex, 1), EXEC_EBUSY);       // (it may have rehomed blocked
+  CHECK(exec_check(&ex, why, sizeof why) == 0);         // ones of lane 1 to lane 0 first)
   CHECK(exec_next_on(&ex, 2, x, x->poll(x->arg)) == 0);   // x blocks: homed in lane 2
   CHECK_EQ(x->lane, 2);
   struct exec_stats before, after;

@@ -272,6 +272,31 @@ static void bench_idle_stackful(void) {
     kco_sleep_ms(1);
 }
 
+// exec_fold_lanes (kernel/park.c folds a parking hart's lane): one fold of
+// lane 1 into lane 0, with n coroutines blocked in lane 1, every slot of the
+// table in use. The fold walks the whole slot table under every lane's
+// lock, so this is how long no other hart can take a step.
+static void bench_fold(uint32_t n, const char *name) {
+  struct executor ex;
+  exec_init_lanes(&ex, NPRIO_DEFAULT, 2, kmalloc, kfree);
+  for (uint32_t i = 0; i < n; i++)
+    exec_spawn_on(&ex, 1, poll_block, 0, 3, CO_STACKLESS);
+  struct co *prev = 0, *c;
+  int res = 0;
+  while ((c = exec_next_on(&ex, 1, prev, res)) != 0) {   // each blocks, homed in lane 1
+    res = c->poll(c->arg);
+    prev = c;
+  }
+  uint64_t over = instret_overhead();
+  uint64_t t0 = counter();
+  int r = exec_fold_lanes(&ex, 1);
+  uint64_t t1 = counter();
+  if (r != 0)
+    kpanic("bench: exec_fold_lanes refused (%d)", r);
+  report(name, t1 - t0 - over, 1, "instructions");
+  exec_destroy(&ex);
+}
+
 static void bench_main(void *arg) {
   (void)arg;
   kprintf("BENCH START harts=%u\n", nharts_online);
@@ -285,6 +310,8 @@ static void bench_main(void *arg) {
   bench_switch_exec(1, "yield_resume_fullsave_via_executor");
   bench_idle_stackless();
   bench_idle_stackful();
+  bench_fold(1024, "fold_lanes_1024");
+  bench_fold(10240, "fold_lanes_10240");
   kprintf("BENCH DONE\n");
   poweroff(0);
 }
