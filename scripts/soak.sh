@@ -6,6 +6,7 @@
 #
 #   scripts/soak.sh [--test [NAME]] [soak.py options]
 #                                (env: MINUTES=30, ROUND=60 seconds per round,
+#                                 SMP=2 harts, SUMMARY (docs/results/soak.md),
 #                                 BUILD, QEMU, QEMU_CPU, OPENSBI)
 #
 # Without --test the result goes to docs/results/soak.md and the logs to
@@ -25,7 +26,7 @@ if [ "${1:-}" = "--test" ]; then
   set -- --checks "$@"
 else
   NAME=soak MINUTES=${MINUTES:-30} ROUND=${ROUND:-60} WARMUP=10
-  LOGDIR=$BUILD/soak SUMMARY=docs/results/soak.md CMD="make soak MINUTES=$MINUTES"
+  LOGDIR=$BUILD/soak SUMMARY=${SUMMARY:-docs/results/soak.md} CMD="make soak MINUTES=$MINUTES${SMP:+ SMP=$SMP}"
 fi
 mkdir -p "$LOGDIR"
 
@@ -46,7 +47,7 @@ done
 QEMU_LIMIT=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 * 1.5 + 900 }')
 # (qemu_cmd sets QEMU_GDB_PORT: on a failure soak.py takes every hart's
 # backtrace through that stub, as the watchdog does on a hang.)
-QEMU_HOSTFWD=$fwd qemu_cmd 2 256M "" "${ports[0]}"
+QEMU_HOSTFWD=$fwd qemu_cmd "${SMP:-2}" 256M "" "${ports[0]}"
 
 IFS=, eval 'portlist="${ports[*]}"'
 exec python3 scripts/soak.py --ports "$portlist" --minutes "$MINUTES" --round "$ROUND" \
