@@ -5,8 +5,7 @@
 module n_top #(
     parameter int NHART = 2,
     parameter int NRECV = 8,
-    parameter int HIDW  = 8,
-    parameter int AW    = 12
+    parameter int HIDW  = 8
 ) (
     input  logic                         clk,
     input  logic                         rst_n,
@@ -38,7 +37,7 @@ module n_top #(
     output logic [NHART-1:0][9:0][ 63:0] dbg_csr,  // ustatus .. sideleg, as ucsr
     input  logic                         mmio_valid,
     input  logic                         mmio_write,
-    input  logic [        AW-1:0]        mmio_addr,
+    input  logic [          19:0]        mmio_addr,
     input  logic [          63:0]        mmio_wdata,
     output logic [          63:0]        mmio_rdata,
     output logic                         mmio_err,
@@ -50,8 +49,7 @@ module n_top #(
   uintc #(
       .NRECV(NRECV),
       .NHART(NHART),
-      .HIDW (HIDW),
-      .AW   (AW)
+      .HIDW (HIDW)
   ) u_intc (
       .clk,
       .rst_n,

@@ -83,7 +83,8 @@ struct HartOut {
 
 struct Coverage {
   long irq[9] = {0}, exc_to_u = 0, exc_not = 0, uret = 0, uret_illegal = 0;
-  long csr_ok = 0, csr_illegal = 0, mmio_clear = 0, mmio_err = 0, usip = 0, vectored = 0;
+  long csr_ok = 0, csr_illegal = 0, mmio_clear = 0, mmio_peek = 0, mmio_err = 0, usip = 0,
+       vectored = 0;
 };
 
 struct Bench {
@@ -96,7 +97,7 @@ struct Bench {
   long step = 0;
   // The RTL's outputs in the last step, before its clock edge.
   HartOut got[NHART];
-  uint64_t got_usip = 0, got_mrdata = 0;
+  uint64_t got_usip = 0, got_mrdata = 0, got_merr = 0;
 
   explicit Bench(Vn_top *t) : top(t) { reset(); }
 
@@ -198,8 +199,9 @@ struct Bench {
       mrdata = uintc_mmio(&uc, m.write, m.addr, m.wdata, &merr);
       if (merr)
         cov.mmio_err++;
-      if (!m.write && ((m.addr >> 3) & 3) == 2 && mrdata)
-        cov.mmio_clear++;
+      // (a read in a receive page that found bits: CLAIM at +0, PENDING at +8)
+      if (!m.write && !merr && (m.addr >> 18) == 1 && mrdata)
+        ((m.addr & 0xfff) == 0 ? cov.mmio_clear : cov.mmio_peek)++;
     }
     if (usip)
       cov.usip++;
@@ -226,7 +228,7 @@ struct Bench {
     }
     top->mmio_valid = m.valid;
     top->mmio_write = m.write;
-    top->mmio_addr = (uint16_t)m.addr;
+    top->mmio_addr = (uint32_t)(m.addr & 0xfffff);
     top->mmio_wdata = m.wdata;
     top->eval();
 
@@ -258,6 +260,7 @@ struct Bench {
     }
     got_usip = top->usip;
     got_mrdata = top->mmio_rdata;
+    got_merr = top->mmio_err;
 
     // Clock, then the state.
     top->clk = 1;
@@ -332,22 +335,34 @@ static HartOp random_op() {
   return o;
 }
 
+// An access to the controller: mostly one of its registers (SEND, CLAIM,
+// PENDING, HART, ACTIVE) of a receiver that exists or just past the last,
+// sometimes an offset beside a register, a misaligned one, or anywhere in
+// the window.
 static MmioOp random_mmio() {
   MmioOp m;
   if (chance(2))
     return m;
   m.valid = true;
   m.write = chance(2);
-  uint64_t r = below(NRECV + 2), reg = below(4);
-  m.addr = (r << 5) | (reg << 3);
+  uint64_t r = below(NRECV + 2), reg = below(5);
+  switch (reg) {
+  case 0: m.addr = UINTC_SEND_PAGE(r); break;
+  case 1: m.addr = UINTC_RECV_PAGE(r); break;
+  case 2: m.addr = UINTC_RECV_PAGE(r) + 8; break;
+  case 3: m.addr = UINTC_CTRL(r); break;
+  default: m.addr = UINTC_CTRL(r) + 8; break;
+  }
+  if (chance(16))
+    m.addr += 8 * (1 + below(4));
   if (chance(32))
     m.addr |= 1 + below(7);
   if (chance(64))
-    m.addr = below(1 << 12);
+    m.addr = below(1 << 20);
   switch (reg) {
   case 0: m.wdata = chance(8) ? rnd() : below(64); break;
-  case 1: m.wdata = chance(8) ? rnd() : below(NHART + 1); break;
-  case 2: m.wdata = chance(2) ? 0 : rnd(); break;
+  case 3: m.wdata = chance(8) ? rnd() : below(NHART + 1); break;
+  case 1: case 2: m.wdata = chance(2) ? 0 : rnd(); break;
   default: m.wdata = chance(8) ? rnd() : below(2); break;
   }
   return m;
@@ -385,7 +400,8 @@ static bool run_seed(Bench &b, uint64_t seed, long steps, std::string &why) {
     {"UEI taken", c.irq[NM_IRQ_UEI]}, {"vectored", c.vectored},
     {"exception to U", c.exc_to_u}, {"exception not to U", c.exc_not},
     {"uret", c.uret}, {"illegal uret", c.uret_illegal}, {"csr ok", c.csr_ok},
-    {"csr illegal", c.csr_illegal}, {"PENDING read-clear", c.mmio_clear},
+    {"csr illegal", c.csr_illegal}, {"CLAIM read-clear", c.mmio_clear},
+    {"PENDING peek", c.mmio_peek},
     {"mmio error", c.mmio_err}, {"usip raised", c.usip},
   };
   for (const auto &n : need)
@@ -394,9 +410,10 @@ static bool run_seed(Bench &b, uint64_t seed, long steps, std::string &why) {
       return false;
     }
   printf("INFO hw/diff-seed-%" PRIu64 ": irq USI %ld UTI %ld UEI %ld (vectored %ld), "
-         "exc to U %ld, uret %ld, csr ok %ld illegal %ld, read-clear %ld, usip steps %ld\n",
+         "exc to U %ld, uret %ld, csr ok %ld illegal %ld, claims %ld, peeks %ld, mmio errors %ld, "
+         "usip steps %ld\n",
          seed, c.irq[0], c.irq[4], c.irq[8], c.vectored, c.exc_to_u, c.uret, c.csr_ok,
-         c.csr_illegal, c.mmio_clear, c.usip);
+         c.csr_illegal, c.mmio_clear, c.mmio_peek, c.mmio_err, c.usip);
   return true;
 }
 
@@ -530,16 +547,26 @@ static void directed_uintc(Directed &d) {
     d.step(HartOp(), m);
     return d.b.got_mrdata;
   };
-  mmio(true, 3 * 32 + 0x08, 1);                     // receiver 3 -> hart 1
-  mmio(true, 3 * 32 + 0x00, 5);                     // SEND vector 5
+  mmio(true, UINTC_CTRL(3), 1);                     // receiver 3 -> hart 1
+  mmio(true, UINTC_CTRL(3), NHART);                 // no such hart: refused, kept
+  d.want("HART refused", d.b.got_merr, 1);
+  d.want("HART kept", mmio(false, UINTC_CTRL(3), 0), 1);
+  mmio(true, UINTC_SEND_PAGE(3), 5);                // SEND vector 5
   d.want("inactive: no usip", d.b.got_usip, 0);
-  mmio(true, 3 * 32 + 0x18, 1);
+  mmio(true, UINTC_CTRL(3) + 8, 1);                 // ACTIVE
   d.step(HartOp());
   d.want("usip hart 1", d.b.got_usip, 2);
-  d.want("PENDING read", mmio(false, 3 * 32 + 0x10, 0), 1ULL << 5);
+  d.want("PENDING peek", mmio(false, UINTC_RECV_PAGE(3) + 8, 0), 1ULL << 5);
   d.step(HartOp());
-  d.want("usip after read-clear", d.b.got_usip, 0);
-  d.want("PENDING second read", mmio(false, 3 * 32 + 0x10, 0), 0);
+  d.want("usip after a peek", d.b.got_usip, 2);
+  mmio(true, UINTC_RECV_PAGE(3), 1);                // CLAIM is read-only
+  d.want("CLAIM write refused", d.b.got_merr, 1);
+  d.want("CLAIM", mmio(false, UINTC_RECV_PAGE(3), 0), 1ULL << 5);
+  d.step(HartOp());
+  d.want("usip after the claim", d.b.got_usip, 0);
+  d.want("CLAIM again", mmio(false, UINTC_RECV_PAGE(3), 0), 0);
+  d.want("send page reads 0", mmio(false, UINTC_SEND_PAGE(3) + 0x10, 0), 0);
+  d.want("send page read no error", d.b.got_merr, 0);
 }
 
 int main(int argc, char **argv) {
