@@ -1,8 +1,10 @@
 // C model of the user-interrupt controller hw/rtl/uintc.sv (register map in
 // that file and in hw/README.md: the QEMU device's, which kernel/uintc.c
-// drives). Used by the differential testbench; the QEMU device is the same
-// map written again inside QEMU (hw/qemu/0002-hw-intc-coral-uintc.patch) and
-// tested by hw/qemu/tests/ntest.c. Plain C11, <stdint.h> only.
+// drives). Both implementations are held to it: the RTL by the differential
+// testbench (hw/tb/tb_diff.cpp), the QEMU device (the same map written again
+// inside QEMU, hw/qemu/0002-hw-intc-coral-uintc.patch) by a replay in the
+// bare-metal hw/qemu/tests/ntest.c, which links this file. Plain C11,
+// <stdint.h> only.
 #ifndef UINTC_MODEL_H
 #define UINTC_MODEL_H
 #include <stdint.h>

@@ -9,6 +9,7 @@
 // exists, i.e. that the patches leave a stock board alone. Run with -smp 2:
 // hart 1 parks, and is the "other hart" of the UINTC routing check.
 #include <stdint.h>
+#include "uintc_model.h"
 
 #define UART_THR ((volatile uint8_t *)0x10000000UL)  // ns16550a on virt
 #define TEST_DEV ((volatile uint32_t *)0x100000UL)   // sifive_test on virt
@@ -349,6 +350,129 @@ static void u_secondary(void) {
   for (;;) ;
 }
 
+// ---- the UINTC against the controller's model (hw/model/uintc_model.c) ----
+// The model that hw/tb/tb_diff.cpp holds the RTL controller to, here against
+// QEMU's device: a fixed-seed random sequence of accesses over the whole map
+// (every register of receivers 0-65, offsets beside them, anywhere in the
+// device), each done on the device and on the model; every read's data and,
+// after every access, hart 0's USIP line (uip, with the software bit clear
+// and UIE off, so nothing is taken) must agree. Aligned accesses only: QEMU
+// faults a misaligned one, where the RTL raises mmio_err. An entry routed to
+// hart 1 raises its line there, which hart 1 does not take yet (its UIE is
+// off until uintc_checks says go) and this hart cannot see; the model
+// follows it all the same. Runs only with n on (no device otherwise).
+
+// The model's freestanding C may need these (a struct's zeroing, a copy).
+void *memset(void *d, int c, unsigned long n) {
+  for (unsigned long i = 0; i < n; i++) ((volatile char *)d)[i] = (char)c;
+  return d;
+}
+void *memcpy(void *d, const void *s, unsigned long n) {
+  for (unsigned long i = 0; i < n; i++) ((volatile char *)d)[i] = ((const char *)s)[i];
+  return d;
+}
+
+static uint64_t replay_rng = 0x9E3779B97F4A7C15ULL;
+static uint64_t replay_rnd(void) {
+  replay_rng ^= replay_rng >> 12;
+  replay_rng ^= replay_rng << 25;
+  replay_rng ^= replay_rng >> 27;
+  return replay_rng * 2685821657736338717ULL;
+}
+static uint64_t below(uint64_t n) { return replay_rnd() % n; }
+
+#define REPLAY_STEPS 20000
+static struct uintc_model replay_model;
+
+static void uintc_replay(void) {
+  struct uintc_model *m = &replay_model;
+  uintc_reset(m, UINTC_MAX_RECV, 2, 8);
+  csr_clear(USTATUS, USTATUS_UIE);
+  csr_clear(UIP, MIP_USIP);
+  long reads = 0, writes = 0, rises = 0, falls = 0, step;
+  uint64_t line = 0;
+  uint64_t got = 0, want = 0, addr = 0;
+  const char *what = 0;
+  for (step = 0; step < REPLAY_STEPS && !what; step++) {
+    // Mostly receivers 0 and 1, so that the line rises and falls often; now and
+    // then any of them, or one past the end.
+    uint64_t r = below(8) ? below(2) : below(UINTC_MAX_RECV + 2), reg = below(5), wdata;
+    switch (reg) {
+    case 0: addr = UINTC_SEND_PAGE(r); break;
+    case 1: addr = UINTC_RECV_PAGE(r); break;
+    case 2: addr = UINTC_RECV_PAGE(r) + 8; break;
+    case 3: addr = UINTC_CTRL(r); break;
+    default: addr = UINTC_CTRL(r) + 8; break;
+    }
+    if (below(16) == 0)
+      addr += 8 * (1 + below(4));
+    if (below(64) == 0)
+      addr = below(0x81000) & ~7UL;        // anywhere in the device (0x81000 bytes)
+    if (addr >= 0x81000)
+      addr = UINTC_CTRL(0);                // (receivers 64, 65 of a send page: past the end)
+    switch (reg) {
+    case 0: wdata = below(8) == 0 ? replay_rnd() : below(64); break;
+    case 3: wdata = below(3); break;       // hart 0, hart 1, or no such hart (refused)
+    case 1: case 2: wdata = below(2) ? 0 : replay_rnd(); break;
+    default: wdata = below(8) == 0 ? replay_rnd() : below(2); break;
+    }
+    volatile uint64_t *reg_p = (volatile uint64_t *)(UINTC + addr);
+    int err;
+    if ((step & 255) == 255) {
+      // Now and then every receiver's CLAIM in turn (compared too): the
+      // line must fall then, whatever entries the sequence left raised.
+      for (uint64_t e = 0; e < UINTC_MAX_RECV && !what; e++) {
+        addr = UINTC_RECV_PAGE(e);
+        want = uintc_mmio(m, 0, addr, 0, &err);
+        got = *(volatile uint64_t *)(UINTC + addr);
+        reads++;
+        if (got != want)
+          what = "read";
+      }
+    } else if (below(2)) {
+      uintc_mmio(m, 1, addr, wdata, &err);
+      *reg_p = wdata;
+      writes++;
+    } else {
+      want = uintc_mmio(m, 0, addr, 0, &err);
+      got = *reg_p;
+      reads++;
+      if (got != want)
+        what = "read";
+    }
+    if (!what) {
+      want = uintc_usip(m) & 1;
+      got = csr_read(UIP) & MIP_USIP;
+      if (got != want)
+        what = "hart 0's USIP line";
+      rises += want && !line;
+      falls += line && !want;
+      line = want;
+    }
+  }
+  if (!what && (rises == 0 || falls == 0 || reads == 0 || writes == 0))
+    what = "coverage (the line never rose or never fell)";
+  if (what) {
+    puts_("FAIL uintc-replay-model: step "); putdec((int)step - 1); puts_(", address ");
+    puthex(addr); puts_(": "); puts_(what); puts_(" got "); puthex(got); puts_(", model ");
+    puthex(want); puts_("\n");
+    failed++;
+  } else {
+    puts_("PASS uintc-replay-model ("); putdec(REPLAY_STEPS); puts_(" steps: ");
+    putdec((int)reads); puts_(" reads, "); putdec((int)writes); puts_(" writes; the line rose ");
+    putdec((int)rises); puts_(" and fell "); putdec((int)falls); puts_(" times)\n");
+    passed++;
+  }
+  // Every entry back to rest, for the checks that follow.
+  for (int e = 0; e < UINTC_MAX_RECV; e++) {
+    *UINTC_ACTIVE(e) = 0;
+    *UINTC_HART(e) = 0;
+    (void)*UINTC_CLAIM(e);
+  }
+  csr_clear(UIP, MIP_USIP);
+  csr_set(USTATUS, USTATUS_UIE);
+}
+
 // ---- the UINTC, from U-mode (memory is bare and PMP lets U reach it) ----
 // Unlike a CSR write, a device store does not end QEMU's translation block:
 // the interrupt comes a few instructions later, as on hardware. Wait for it
@@ -533,6 +657,7 @@ static void u_main(void) {
   check("undelegated-USIP-not-in-U", u_events, 0);
   csr_write(UTVEC, u_trap);
 
+  uintc_replay();
   uintc_checks();
   finish();
 }
