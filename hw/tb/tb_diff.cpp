@@ -84,7 +84,7 @@ struct HartOut {
 struct Coverage {
   long irq[9] = {0}, exc_to_u = 0, exc_not = 0, uret = 0, uret_illegal = 0;
   long csr_ok = 0, csr_illegal = 0, mmio_clear = 0, mmio_peek = 0, mmio_err = 0, usip = 0,
-       vectored = 0;
+       usip_edges = 0, vectored = 0;
 };
 
 struct Bench {
@@ -98,6 +98,7 @@ struct Bench {
   // The RTL's outputs in the last step, before its clock edge.
   HartOut got[NHART];
   uint64_t got_usip = 0, got_mrdata = 0, got_merr = 0;
+  uint64_t last_usip = 0;     // the lines at the step before (coverage of their edges)
 
   explicit Bench(Vn_top *t) : top(t) { reset(); }
 
@@ -109,6 +110,7 @@ struct Bench {
     }
     uintc_reset(&uc, NRECV, NHART, HIDW);
     cov = Coverage{};
+    last_usip = 0;
     why.clear();
     step = 0;
     clear_inputs();
@@ -205,6 +207,9 @@ struct Bench {
     }
     if (usip)
       cov.usip++;
+    if (usip != last_usip)
+      cov.usip_edges++;
+    last_usip = usip;
 
     // Drive the RTL.
     for (int i = 0; i < NHART; i++) {
@@ -402,7 +407,7 @@ static bool run_seed(Bench &b, uint64_t seed, long steps, std::string &why) {
     {"uret", c.uret}, {"illegal uret", c.uret_illegal}, {"csr ok", c.csr_ok},
     {"csr illegal", c.csr_illegal}, {"CLAIM read-clear", c.mmio_clear},
     {"PENDING peek", c.mmio_peek},
-    {"mmio error", c.mmio_err}, {"usip raised", c.usip},
+    {"mmio error", c.mmio_err}, {"usip raised", c.usip}, {"usip edge", c.usip_edges},
   };
   for (const auto &n : need)
     if (n.n == 0) {
@@ -411,9 +416,9 @@ static bool run_seed(Bench &b, uint64_t seed, long steps, std::string &why) {
     }
   printf("INFO hw/diff-seed-%" PRIu64 ": irq USI %ld UTI %ld UEI %ld (vectored %ld), "
          "exc to U %ld, uret %ld, csr ok %ld illegal %ld, claims %ld, peeks %ld, mmio errors %ld, "
-         "usip steps %ld\n",
+         "usip steps %ld (edges %ld)\n",
          seed, c.irq[0], c.irq[4], c.irq[8], c.vectored, c.exc_to_u, c.uret, c.csr_ok,
-         c.csr_illegal, c.mmio_clear, c.mmio_peek, c.mmio_err, c.usip);
+         c.csr_illegal, c.mmio_clear, c.mmio_peek, c.mmio_err, c.usip, c.usip_edges);
   return true;
 }
 
