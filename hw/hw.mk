@@ -15,7 +15,7 @@ HW_RTL := hw/rtl/ucsr.sv hw/rtl/uintc.sv hw/rtl/n_top.sv
 HW_STEPS ?= 200000
 HW_SEEDS ?= 1 2 3 4
 HW_CFLAGS := -std=c11 -O2 -Wall -Wextra -Werror -Ikernel -Ihw/model
-HW_MODEL_OBJ := $(HW_BUILD)/nmodel.o $(HW_BUILD)/uintc_model.o
+HW_MODEL_OBJ := $(HW_BUILD)/nmodel.o $(HW_BUILD)/uintc_model.o $(HW_BUILD)/uintc_vectors.o
 HOSTCC ?= gcc
 VERILATOR ?= verilator
 YOSYS ?= yosys
@@ -30,6 +30,9 @@ $(HW_BUILD)/nmodel.o: kernel/nmodel.c kernel/nmodel.h
 	@mkdir -p $(@D)
 	$(HOSTCC) $(HW_CFLAGS) -c $< -o $@
 $(HW_BUILD)/uintc_model.o: hw/model/uintc_model.c hw/model/uintc_model.h
+	@mkdir -p $(@D)
+	$(HOSTCC) $(HW_CFLAGS) -c $< -o $@
+$(HW_BUILD)/uintc_vectors.o: hw/model/uintc_vectors.c hw/model/uintc_vectors.h hw/model/uintc_model.h
 	@mkdir -p $(@D)
 	$(HOSTCC) $(HW_CFLAGS) -c $< -o $@
 

@@ -37,7 +37,7 @@ mkdir -p "$(dirname "$ELF")"
 if ! "${CROSS}gcc" -std=gnu11 -Wall -Wextra -Werror -O2 -march=rv64imac_zicsr -mabi=lp64 \
      -mcmodel=medany -ffreestanding -fno-builtin -nostdlib -static -no-pie -fno-pie \
      -T hw/qemu/tests/ntest.ld -Wl,--no-relax,--no-warn-rwx-segments -Ihw/model -o "$ELF" \
-     hw/qemu/tests/ntest.S hw/qemu/tests/ntest.c hw/model/uintc_model.c > "$LOGS/ntest.build.log" 2>&1; then
+     hw/qemu/tests/ntest.S hw/qemu/tests/ntest.c hw/model/uintc_model.c hw/model/uintc_vectors.c > "$LOGS/ntest.build.log" 2>&1; then
   fail "ntest/build" "see $LOGS/ntest.build.log"
   finish
 fi

@@ -10,6 +10,7 @@
 // hart 1 parks, and is the "other hart" of the UINTC routing check.
 #include <stdint.h>
 #include "uintc_model.h"
+#include "uintc_vectors.h"
 
 #define UART_THR ((volatile uint8_t *)0x10000000UL)  // ns16550a on virt
 #define TEST_DEV ((volatile uint32_t *)0x100000UL)   // sifive_test on virt
@@ -352,7 +353,8 @@ static void u_secondary(void) {
 
 // ---- the UINTC against the controller's model (hw/model/uintc_model.c) ----
 // The model that hw/tb/tb_diff.cpp holds the RTL controller to, here against
-// QEMU's device: a fixed-seed random sequence of accesses over the whole map
+// QEMU's device: a fixed-seed random sequence of accesses over the whole map,
+// from the generator the RTL's testbench draws from (hw/model/uintc_vectors.c)
 // (every register of receivers 0-65, offsets beside them, anywhere in the
 // device), each done on the device and on the model; every read's data and,
 // after every access, hart 0's USIP line (uip, with the software bit clear
@@ -372,21 +374,14 @@ void *memcpy(void *d, const void *s, unsigned long n) {
   return d;
 }
 
-static uint64_t replay_rng = 0x9E3779B97F4A7C15ULL;
-static uint64_t replay_rnd(void) {
-  replay_rng ^= replay_rng >> 12;
-  replay_rng ^= replay_rng << 25;
-  replay_rng ^= replay_rng >> 27;
-  return replay_rng * 2685821657736338717ULL;
-}
-static uint64_t below(uint64_t n) { return replay_rnd() % n; }
-
 #define REPLAY_STEPS 20000
 static struct uintc_model replay_model;
 
 static void uintc_replay(void) {
   struct uintc_model *m = &replay_model;
   uintc_reset(m, UINTC_MAX_RECV, 2, 8);
+  // The device is 0x81000 bytes; QEMU faults a misaligned access.
+  struct uintc_vectors gen = { 0x9E3779B97F4A7C15ULL, UINTC_MAX_RECV, 0x81000, 0 };
   csr_clear(USTATUS, USTATUS_UIE);
   csr_clear(UIP, MIP_USIP);
   long reads = 0, writes = 0, rises = 0, falls = 0, step;
@@ -394,28 +389,8 @@ static void uintc_replay(void) {
   uint64_t got = 0, want = 0, addr = 0;
   const char *what = 0;
   for (step = 0; step < REPLAY_STEPS && !what; step++) {
-    // Mostly receivers 0 and 1, so that the line rises and falls often; now and
-    // then any of them, or one past the end.
-    uint64_t r = below(8) ? below(2) : below(UINTC_MAX_RECV + 2), reg = below(5), wdata;
-    switch (reg) {
-    case 0: addr = UINTC_SEND_PAGE(r); break;
-    case 1: addr = UINTC_RECV_PAGE(r); break;
-    case 2: addr = UINTC_RECV_PAGE(r) + 8; break;
-    case 3: addr = UINTC_CTRL(r); break;
-    default: addr = UINTC_CTRL(r) + 8; break;
-    }
-    if (below(16) == 0)
-      addr += 8 * (1 + below(4));
-    if (below(64) == 0)
-      addr = below(0x81000) & ~7UL;        // anywhere in the device (0x81000 bytes)
-    if (addr >= 0x81000)
-      addr = UINTC_CTRL(0);                // (receivers 64, 65 of a send page: past the end)
-    switch (reg) {
-    case 0: wdata = below(8) == 0 ? replay_rnd() : below(64); break;
-    case 3: wdata = below(3); break;       // hart 0, hart 1, or no such hart (refused)
-    case 1: case 2: wdata = below(2) ? 0 : replay_rnd(); break;
-    default: wdata = below(8) == 0 ? replay_rnd() : below(2); break;
-    }
+    struct uintc_access a = uintc_vectors_access(&gen);
+    addr = a.addr;
     volatile uint64_t *reg_p = (volatile uint64_t *)(UINTC + addr);
     int err;
     if ((step & 255) == 255) {
@@ -429,9 +404,9 @@ static void uintc_replay(void) {
         if (got != want)
           what = "read";
       }
-    } else if (below(2)) {
-      uintc_mmio(m, 1, addr, wdata, &err);
-      *reg_p = wdata;
+    } else if (a.write) {
+      uintc_mmio(m, 1, addr, a.wdata, &err);
+      *reg_p = a.wdata;
       writes++;
     } else {
       want = uintc_mmio(m, 0, addr, 0, &err);
