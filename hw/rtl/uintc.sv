@@ -55,6 +55,7 @@ module uintc #(
   typedef enum logic [2:0] {
     R_NONE,
     R_SEND,
+    R_SENDPAGE,  // elsewhere in a send page: reads 0
     R_CLAIM,
     R_PENDING,
     R_HART,
@@ -68,7 +69,9 @@ module uintc #(
     rsel = R_NONE;
     idx  = mmio_addr[17:12];
     unique case (mmio_addr[19:18])
-      2'b00: if (mmio_addr[11:0] == 12'h0) rsel = R_SEND;
+      2'b00:
+      if (mmio_addr[11:0] == 12'h0) rsel = R_SEND;
+      else if (mmio_addr[2:0] == 3'b0) rsel = R_SENDPAGE;
       2'b01:
       if (mmio_addr[11:0] == 12'h0) rsel = R_CLAIM;
       else if (mmio_addr[11:0] == 12'h8) rsel = R_PENDING;
@@ -82,18 +85,15 @@ module uintc #(
     ok = 1'b0;
     if (32'(idx) < NRECV) begin
       unique case (rsel)
-        R_SEND:    ok = 1'b1;
-        R_CLAIM:   ok = !mmio_write;
-        R_PENDING: ok = 1'b1;
-        R_HART:    ok = !mmio_write || mmio_wdata < 64'(NHART);
-        R_ACTIVE:  ok = 1'b1;
-        default:   ok = 1'b0;
+        R_SEND:     ok = 1'b1;
+        R_SENDPAGE: ok = !mmio_write;
+        R_CLAIM:    ok = !mmio_write;
+        R_PENDING:  ok = 1'b1;
+        R_HART:     ok = !mmio_write || mmio_wdata < 64'(NHART);
+        R_ACTIVE:   ok = 1'b1;
+        default:    ok = 1'b0;
       endcase
     end
-    // An aligned read anywhere in a send page is 0, never an error.
-    if (!mmio_write && mmio_addr[19:18] == 2'b00 && mmio_addr[2:0] == 3'b0 &&
-        32'(mmio_addr[17:12]) < NRECV)
-      ok = 1'b1;
   end
   assign mmio_err = mmio_valid && !ok;
 
