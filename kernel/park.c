@@ -67,6 +67,16 @@ uint32_t park_harts_awake(void) {
 // Written under park_lock.
 static uint64_t folds, fold_ticks, fold_ticks_max, fold_slots_max;
 
+static void count_fold(uint64_t ticks) {
+  uint64_t slots = (uint64_t)__atomic_load_n(&kexec.nchunks, __ATOMIC_ACQUIRE) * EXEC_CHUNK_SLOTS;
+  folds++;
+  fold_ticks += ticks;
+  if (ticks > fold_ticks_max)
+    fold_ticks_max = ticks;
+  if (slots > fold_slots_max)
+    fold_slots_max = slots;
+}
+
 // Interrupts off. Fold this hart's lane if it may park now. Under park_lock,
 // so that no grow or other fold is half done.
 static int fold_self(struct hart *h) {
@@ -76,14 +86,8 @@ static int fold_self(struct hart *h) {
     __atomic_store_n(&h->unpark, 0, __ATOMIC_RELAXED);
     uint64_t t0 = rdtime();
     folded = exec_fold_lanes(&kexec, h->index) == 0;
-    uint64_t t = rdtime() - t0;
-    uint64_t slots = (uint64_t)__atomic_load_n(&kexec.nchunks, __ATOMIC_ACQUIRE) * EXEC_CHUNK_SLOTS;
-    folds++;
-    fold_ticks += t;
-    if (t > fold_ticks_max)
-      fold_ticks_max = t;
-    if (slots > fold_slots_max)
-      fold_slots_max = slots;
+    if (folded)
+      count_fold(rdtime() - t0);
   }
   spin_unlock(&park_lock);
   return folded;
