@@ -364,13 +364,9 @@ static void u_secondary(void) {
 // off until uintc_checks says go) and this hart cannot see; the model
 // follows it all the same. Runs only with n on (no device otherwise).
 
-// The model's freestanding C may need these (a struct's zeroing, a copy).
+// GCC zeroes the model's struct (uintc_reset) with a call to memset.
 void *memset(void *d, int c, unsigned long n) {
   for (unsigned long i = 0; i < n; i++) ((volatile char *)d)[i] = (char)c;
-  return d;
-}
-void *memcpy(void *d, const void *s, unsigned long n) {
-  for (unsigned long i = 0; i < n; i++) ((volatile char *)d)[i] = ((const char *)s)[i];
   return d;
 }
 
