@@ -8,8 +8,9 @@
 // fences a matrixd request, and under QEMU's multi-threaded TCG a fence or an
 // AMO costs 5 to 10 times a plain instruction (docs/results/light-stalls.md).
 // A hart that has dispatched nothing for park_ms therefore parks: it folds its
-// lane into lane 0 (exec_fold_lanes: whatever blocked coroutines had it as
-// home get lane 0) and waits in wfi with only software interrupts enabled,
+// lane into lane 0 (exec_fold_lanes: a coroutine blocked with it as home
+// wakes in lane 0 while it is folded, and in it again once it is back) and
+// waits in wfi with only software interrupts enabled,
 // outside the executor, until it is started again. When the last one parks,
 // the boot hart is alone and the executor takes its one-lane steps.
 //
@@ -61,10 +62,10 @@ uint32_t park_harts_awake(void) {
   return __atomic_load_n(&kexec.nlanes, __ATOMIC_ACQUIRE);
 }
 
-// What the folds cost (the console's `stats`): exec_fold_lanes walks the
-// whole slot table under every lane's lock, so while it runs no other hart
-// can take a step; its time grows with the slots the table has grown to.
-// Written under park_lock.
+// What the folds cost (the console's `stats`): exec_fold_lanes runs under
+// every lane's lock, so while it runs no other hart can take a step. (It no
+// longer walks the slot table; the largest table is still reported, to show
+// that its time does not grow with it.) Written under park_lock.
 static uint64_t folds, fold_ticks, fold_ticks_max, fold_slots_max;
 
 static void count_fold(uint64_t ticks) {

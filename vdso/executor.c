@@ -372,16 +372,26 @@ static inline __attribute__((always_inline)) struct co *lookup_unlocked(const st
 
 struct co *exec_lookup(struct executor *ex, cid_t cid) { return lookup_unlocked(ex, cid); }
 
-// Lock the lane that c belongs to. A live coroutine changes lanes only while
-// its old lane is locked (a steal), so once the lane read before locking is
-// still c's lane after locking, it stays so until we unlock.
-static struct exec_lane *lock_home(struct executor *ex, struct co *c, exec_irqstate_t *irq) {
+// Lock the lane that c belongs to: its home, or lane 0 if its home is a lane
+// folded away (exec_fold_lanes leaves a blocked coroutine's home as it was,
+// so that it goes back there if the lane comes back before it wakes). A live
+// coroutine changes lanes only while the lane it is in is locked (a steal, a
+// wake), and the lane count only under lane 0's lock (exec_set_lanes) or
+// every lock (exec_fold_lanes); so once the lane chosen from c's home before
+// locking is still the one chosen after, it stays c's lane until we unlock.
+// *at: that lane's index.
+static struct exec_lane *lock_home(struct executor *ex, struct co *c, exec_irqstate_t *irq,
+                                   uint32_t *at) {
   for (;;) {
     uint32_t i = __atomic_load_n(&c->lane, __ATOMIC_ACQUIRE);
-    struct exec_lane *l = lane_at(ex, i < ex->nlanes ? i : 0);
+    uint32_t in = i < __atomic_load_n(&ex->nlanes, __ATOMIC_ACQUIRE) ? i : 0;
+    struct exec_lane *l = lane_at(ex, in);
     *irq = exec_lock_acquire(&l->lock);
-    if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == i)
+    if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == i &&
+        (i < __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) ? i : 0) == in) {
+      *at = in;
       return l;
+    }
     exec_lock_release(&l->lock, *irq);
   }
 }
@@ -454,13 +464,19 @@ int64_t exec_spawn(struct executor *ex, co_poll_fn poll, void *arg, uint32_t pri
   return exec_spawn_on(ex, 0, poll, arg, prio, kind);
 }
 
-// The wake itself, with c's lane l locked: 1 queued, 0 absorbed, or stale.
+// The wake itself, with c's lane l (index at) locked: 1 queued, 0 absorbed,
+// or stale. A blocked coroutine's home may be a folded lane (lock_home); it
+// is queued in l, so l becomes its home. (A plain store: whoever acts on a
+// home reads it again under the lock, whose release publishes this one; GCC
+// makes a relaxed atomic store of a word an amoswap, which under QEMU's
+// multi-threaded TCG costs several plain instructions.)
 static inline __attribute__((always_inline)) int wake_locked(struct executor *ex,
-                                                             struct exec_lane *l, struct co *c,
-                                                             cid_t cid, int one) {
+                                                             struct exec_lane *l, uint32_t at,
+                                                             struct co *c, cid_t cid, int one) {
   if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE)
     return EXEC_ESTALE;            // it exited between the lookup and the lock
   if (c->state == CO_BLOCKED) {
+    c->lane = at;
     enqueue_in(ex, l, c, one);
     l->wakes++;
     return 1;
@@ -485,8 +501,9 @@ static __attribute__((noinline)) int wake_multi(struct executor *ex, cid_t cid, 
   if (!c)
     return stale_wake(ex);
   exec_irqstate_t irq;
-  struct exec_lane *l = lock_home(ex, c, &irq);
-  int r = wake_locked(ex, l, c, cid, 0);
+  uint32_t at;
+  struct exec_lane *l = lock_home(ex, c, &irq, &at);
+  int r = wake_locked(ex, l, at, c, cid, 0);
   if (lane)
     *lane = c->lane;
   exec_lock_release(&l->lock, irq);
@@ -507,7 +524,7 @@ static inline __attribute__((always_inline)) int wake_lane(struct executor *ex, 
   struct co *c = slot_ptr(ex, (uint32_t)cid);
   struct exec_lane *l = (struct exec_lane *)ex->lanes;
   exec_irqstate_t irq = exec_lock1_acquire(&l->lock);
-  int r = wake_locked(ex, l, c, cid, 1);
+  int r = wake_locked(ex, l, 0, c, cid, 1);
   exec_lock1_release(&l->lock, irq);
   if (lane)
     *lane = 0;
@@ -540,8 +557,10 @@ int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
     exec_irqstate_t i1 = exec_lock_acquire(&first->lock);
     exec_irqstate_t i2 = exec_lock_acquire(&second->lock);
     int r = -100;
-    if (to >= ex->nlanes) {
-      r = -200;   // `to` was folded meanwhile (exec_fold_lanes): a plain wake, below
+    if (to >= ex->nlanes || from >= ex->nlanes) {
+      // `to`, or c's home, was folded meanwhile (exec_fold_lanes; a blocked
+      // coroutine keeps a folded home, and lane 0 holds it): a plain wake, below.
+      r = -200;
     } else if (__atomic_load_n(&c->lane, __ATOMIC_RELAXED) == from) {
       if (c->gen == (uint32_t)(cid >> 32) && c->state == CO_BLOCKED) {
         // A blocked coroutine moves under its old lane's lock (the rule
@@ -551,7 +570,7 @@ int exec_wake_to(struct executor *ex, cid_t cid, uint32_t to) {
         lt->wakes++;
         r = 1;
       } else {
-        r = wake_locked(ex, lf, c, cid, 0);   // stale, running or ready: as a plain wake
+        r = wake_locked(ex, lf, from, c, cid, 0);   // stale, running or ready: as a plain wake
       }
     }
     exec_lock_release(&second->lock, i2);
@@ -572,7 +591,8 @@ int exec_reprio(struct executor *ex, cid_t cid, uint32_t prio) {
   if (!c)
     return EXEC_ESTALE;
   exec_irqstate_t irq;
-  struct exec_lane *l = lock_home(ex, c, &irq);
+  uint32_t at;
+  struct exec_lane *l = lock_home(ex, c, &irq, &at);
   int r = 0;
   if (c->gen != (uint32_t)(cid >> 32) || c->state == CO_FREE) {
     r = EXEC_ESTALE;
@@ -900,7 +920,8 @@ void exec_settle_one(struct executor *ex, struct co *c, int result) {
   if (__atomic_load_n(&ex->multi, __ATOMIC_RELAXED)) {
     // c runs, so no steal can move it: its lane is where it was taken.
     exec_irqstate_t irq;
-    struct exec_lane *l = lock_home(ex, c, &irq);
+    uint32_t at;
+    struct exec_lane *l = lock_home(ex, c, &irq, &at);
     if (settle_in(ex, l, c, result, 0))
       spill_free(ex, l);
     exec_lock_release(&l->lock, irq);
@@ -978,18 +999,23 @@ static void unlock_all(struct executor *ex, exec_irqstate_t *irq, uint32_t n) {
 }
 
 // exec_set_lanes's opposite, for a kernel whose idle harts park (kernel/park.c).
-// Lanes nlanes.. must have nothing ready and nothing running (their harts
-// are idle and stay out of the executor from now on): every coroutine homed
-// there (a blocked one) gets lane 0 as its home, and their free slots and
-// counters go to lane 0, so that the executor looks as if it had always had
-// nlanes lanes. With one lane left it takes the one-lane steps again. Under
-// every lock (lock_all), so no step of another lane is half done; one that
-// read the old nlanes before finds the folded lanes empty, and a waker that
-// read a folded home finds it changed under the lock (lock_home) or is told
-// by exec_wake_to's check. A spawn into a folded lane is the caller's to
-// prevent. Returns 0, EXEC_EINVAL, or EXEC_EBUSY (something ready or running
-// there: the lanes stay as they were, though some blocked coroutines may
-// have lane 0 as their home now).
+// Lanes nlanes.. must have nothing ready (refused otherwise) and nothing
+// running: their harts are idle and stay out of the executor from now on,
+// which only the caller can know (a running coroutine there is a caller's
+// bug that exec_check reports). Their free slots and counters go to lane 0,
+// so that the executor looks as if it had always had nlanes lanes; with one
+// lane left it takes the one-lane steps again. The coroutines blocked there
+// keep their home: until their lane comes back, a wake queues them in lane 0
+// (lock_home) and makes that their home, and if it comes back first
+// (exec_set_lanes), they wake where they lived before, so that a hart parked
+// and started again finds the work it had. (Rehoming them here instead was a
+// walk of the whole slot table under every lock, 92,666 instructions with
+// 10,240 slots, during which no hart could take a step.) Under every lock
+// (lock_all), so no step of another lane is half done; one that read the old
+// nlanes before finds the folded lanes empty, and a waker that read it
+// chooses again under the lock (lock_home) or is told by exec_wake_to's
+// check. A spawn into a folded lane is the caller's to prevent. Returns 0,
+// EXEC_EINVAL, or EXEC_EBUSY (something ready there: nothing changed).
 int exec_fold_lanes(struct executor *ex, uint32_t nlanes) {
   exec_irqstate_t irq[EXEC_MAX_LANES + 1];
   uint32_t nl = lock_all(ex, irq);
@@ -999,26 +1025,6 @@ int exec_fold_lanes(struct executor *ex, uint32_t nlanes) {
   for (uint32_t i = nlanes; i < nl && !r; i++)
     if (lane_at(ex, i)->bitmap)
       r = EXEC_EBUSY;
-  // One walk of the slot table, chunk by chunk (it runs under every lock, so
-  // no step of any lane can be taken meanwhile: bench_micro's fold_lanes
-  // rows count it): each slot homed in a lane to fold gets lane 0. A running
-  // one there (none, while those lanes' harts are idle, as the caller
-  // promises) refuses the fold; the blocked ones moved before it stay in
-  // lane 0, which is allowed: a blocked coroutine's home may be any lane in
-  // use. The stores are relaxed: whoever acts on a home reads it again
-  // under that lane's lock (lock_home, exec_wake_to), and the releases of
-  // the locks below publish them.
-  for (uint32_t k = 0; k < ex->nchunks && !r; k++) {
-    for (struct co *c = ex->chunks[k], *end = c + EXEC_CHUNK_SLOTS; c < end; c++) {
-      if (c->lane < nlanes)
-        continue;
-      if (c->state == CO_RUNNING || c->state == CO_SUSPENDED) {
-        r = EXEC_EBUSY;
-        break;
-      }
-      __atomic_store_n(&c->lane, 0, __ATOMIC_RELAXED);
-    }
-  }
   if (!r) {
     struct exec_lane *l0 = lane_at(ex, 0);
     for (uint32_t i = nlanes; i < nl; i++) {
@@ -1183,7 +1189,9 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
   }
   for (uint32_t s = 0; s < nslots && !r; s++) {
     struct co *c = slot_ptr(ex, s);
-    if (c->slot != s || c->state > CO_SUSPENDED || (c->state != CO_FREE && c->lane >= nl)) {
+    // (A blocked coroutine's home may be a folded lane: exec_fold_lanes.)
+    if (c->slot != s || c->state > CO_SUSPENDED || c->lane >= EXEC_MAX_LANES ||
+        (c->state != CO_FREE && c->state != CO_BLOCKED && c->lane >= nl)) {
       r = fail(why, whylen, "corrupt slot", s);
       break;
     }

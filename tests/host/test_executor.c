@@ -2,6 +2,7 @@
 #include "check.h"
 #include "executor.h"
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -785,33 +786,35 @@ static void test_lanes_yield_and_union(void) {
 }
 
 // Folding lanes (kernel/park.c parks the harts that own them): refused while
-// a lane to fold has a ready or running coroutine; then the blocked ones
-// homed there move to lane 0, the counters and free slots go with them, and
-// one lane left means the one-lane steps. A wake aimed at a folded lane is a
-// plain wake; the lanes can grow again.
+// a lane to fold has a ready coroutine; the counters and free slots go to
+// lane 0, and one lane left means the one-lane steps. A blocked coroutine
+// keeps its home: woken while that lane is folded, it runs in lane 0 (which
+// becomes its home); woken after the lane came back, it runs there. A wake
+// aimed at a folded lane is a plain wake.
 static void test_fold_lanes(void) {
   struct executor ex;
   CHECK_EQ(exec_init_lanes(&ex, 8, 3, malloc, free), 0);
   int log[16], n = 0;
   struct rec r[4];
   cid_t cid[4];
-  for (int i = 0; i < 4; i++) {
-    r[i] = (struct rec){ i, log, &n, CO_PENDING };
-    cid[i] = (cid_t)exec_spawn_on(&ex, (uint32_t)(1 + i % 2), rec_poll, &r[i], 3, CO_STACKLESS);
-  }
-  CHECK_EQ(exec_fold_lanes(&ex, 1), EXEC_EBUSY);       // lanes 1 and 2 have ready ones
   CHECK_EQ(exec_fold_lanes(&ex, 0), EXEC_EINVAL);
   CHECK_EQ(exec_fold_lanes(&ex, 3), EXEC_EINVAL);       // not fewer
-  struct co *x = exec_next_on(&ex, 2, 0, 0);            // lane 2's first, running there
-  CHECK(x && x->lane == 2);
-  struct co *c = exec_next_on(&ex, 1, 0, 0);            // lane 1 runs the rest (stealing
-  while (c)                                             // lane 2's other): all block there
-    c = exec_next_on(&ex, 1, c, c->poll(c->arg));
-  CHECK_EQ(exec_fold_lanes(&ex, 2), EXEC_EBUSY);       // nothing ready, but x runs in lane 2
-  CHECK_EQ(exec_fold_lanes(&ex, 1), EXEC_EBUSY);       // (it may have rehomed blocked
-  CHECK(exec_check(&ex, why, sizeof why) == 0);         // ones of lane 1 to lane 0 first)
-  CHECK(exec_next_on(&ex, 2, x, x->poll(x->arg)) == 0);   // x blocks: homed in lane 2
-  CHECK_EQ(x->lane, 2);
+  // Lane 2's two (cid 1 and 3), then lane 1's (0 and 2): each spawned, a
+  // fold refused while they are ready, and run in its lane until it blocks
+  // there (with nothing ready elsewhere, so no lane steals another's).
+  for (uint32_t lane = 2; lane >= 1; lane--) {
+    for (int i = (int)lane - 1; i < 4; i += 2) {
+      r[i] = (struct rec){ i, log, &n, CO_PENDING };
+      cid[i] = (cid_t)exec_spawn_on(&ex, lane, rec_poll, &r[i], 3, CO_STACKLESS);
+    }
+    CHECK_EQ(exec_fold_lanes(&ex, lane), EXEC_EBUSY);
+    CHECK_EQ(ex.nlanes, 3);
+    struct co *c = exec_next_on(&ex, lane, 0, 0);
+    while (c) {
+      CHECK_EQ(c->lane, lane);
+      c = exec_next_on(&ex, lane, c, c->poll(c->arg));
+    }
+  }
   struct exec_stats before, after;
   exec_get_stats(&ex, &before);
   CHECK_EQ(before.blocked, 4);
@@ -827,31 +830,72 @@ static void test_fold_lanes(void) {
   CHECK_EQ(after.spawned, before.spawned);
   CHECK_EQ(after.wakes, before.wakes);
   CHECK_EQ(after.blocked, 4);
-  for (int i = 0; i < 4; i++)
-    CHECK_EQ(exec_lookup(&ex, cid[i])->lane, 0);
-  // Woken, they run in lane 0 (the one-lane step), wherever they were.
+  CHECK_EQ(exec_lookup(&ex, cid[0])->lane, 1);          // homes kept
+  CHECK_EQ(exec_lookup(&ex, cid[1])->lane, 2);
+  // Woken now, it runs in lane 0 (the one-lane step), its new home.
   CHECK_EQ(exec_wake_to(&ex, cid[0], 2), 1);            // a folded lane: a plain wake
-  CHECK_EQ(exec_wake(&ex, cid[1]), 1);
+  CHECK_EQ(exec_lookup(&ex, cid[0])->lane, 0);
   CHECK_EQ(exec_best_prio(&ex), 3);
-  n = 0;
-  r[0].result = r[1].result = CO_DONE;
-  CHECK_EQ(drain(&ex, 10), 2);
-  CHECK_EQ(n, 2);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
-  // Grown again: the several-lane steps, a steal from lane 0 by lane 1.
+  n = 0;
+  r[0].result = CO_DONE;
+  CHECK_EQ(drain(&ex, 10), 1);
+  CHECK_EQ(n, 1);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  // Lane 1 back: what still sleeps there wakes there; cid[1]'s home, lane 2,
+  // is still folded, so it wakes in lane 0, and a wake aimed at lane 1 from
+  // a folded home is a plain wake too.
   CHECK_EQ(exec_set_lanes(&ex, 2), 0);
   CHECK_EQ(ex.multi, 1);
-  r[2].result = r[3].result = CO_DONE;
-  CHECK_EQ(exec_wake(&ex, cid[2]), 1);
-  CHECK_EQ(exec_wake(&ex, cid[3]), 1);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  uint32_t lane = 9;
+  CHECK_EQ(exec_wake_lane(&ex, cid[2], &lane), 1);
+  CHECK_EQ(lane, 1);
+  CHECK_EQ(exec_wake_to(&ex, cid[1], 1), 1);
+  CHECK_EQ(exec_lookup(&ex, cid[1])->lane, 0);
+  CHECK(exec_lane_has_ready(&ex, 0) && exec_lane_has_ready(&ex, 1));
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  r[1].result = r[2].result = r[3].result = CO_DONE;
   struct co *d = exec_next_on(&ex, 1, 0, 0);
-  CHECK(d && d->lane == 1);
-  struct co *e = exec_next_on(&ex, 1, d, d->poll(d->arg));   // d ends; lane 1 steals the other
-  CHECK(e && e != d && e->lane == 1);
-  CHECK(exec_next_on(&ex, 1, e, e->poll(e->arg)) == 0);
+  CHECK(d && d->arg == &r[2] && d->lane == 1);
+  struct co *e = exec_next_on(&ex, 0, 0, 0);
+  CHECK(e && e->arg == &r[1] && e->lane == 0);
+  CHECK(exec_next_on(&ex, 0, e, e->poll(e->arg)) == 0);
+  CHECK(exec_next_on(&ex, 1, d, d->poll(d->arg)) == 0);
+  // Lane 2 back too: the last, homed there all along, wakes there, and lane
+  // 0, with nothing of its own, steals it.
+  CHECK_EQ(exec_lookup(&ex, cid[3])->lane, 2);
+  CHECK_EQ(exec_set_lanes(&ex, 3), 0);
+  CHECK_EQ(exec_wake_lane(&ex, cid[3], &lane), 1);
+  CHECK_EQ(lane, 2);
+  CHECK(exec_lane_has_ready(&ex, 2) && !exec_lane_has_ready(&ex, 0));
+  struct co *f = exec_next_on(&ex, 0, 0, 0);
+  CHECK(f && f->arg == &r[3] && f->lane == 0);
+  CHECK(exec_next_on(&ex, 0, f, f->poll(f->arg)) == 0);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   exec_get_stats(&ex, &after);
   CHECK_EQ(after.live, 0);
+  exec_destroy(&ex);
+}
+
+// exec_check tells a running coroutine whose home is a folded lane (the
+// fold's caller promised none) from a blocked one (allowed).
+static void test_fold_check_running(void) {
+  struct executor ex;
+  CHECK_EQ(exec_init_lanes(&ex, 8, 2, malloc, free), 0);
+  int log[4], n = 0;
+  struct rec r = { 0, log, &n, CO_PENDING };
+  exec_spawn_on(&ex, 1, rec_poll, &r, 3, CO_STACKLESS);
+  struct co *x = exec_next_on(&ex, 1, 0, 0);
+  CHECK(x != 0);
+  CHECK_EQ(exec_fold_lanes(&ex, 1), 0);                 // the caller's bug: x runs there
+  CHECK(exec_check(&ex, why, sizeof why) != 0);
+  CHECK(strstr(why, "corrupt slot") != 0);
+  CHECK_EQ(exec_set_lanes(&ex, 2), 0);
+  CHECK(exec_next_on(&ex, 1, x, x->poll(x->arg)) == 0);
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK_EQ(exec_fold_lanes(&ex, 1), 0);                 // blocked there: allowed
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
   exec_destroy(&ex);
 }
 
@@ -879,4 +923,5 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_lanes_yield_and_union);
   RUN_TEST(test_wake_to_another_lane);
   RUN_TEST(test_fold_lanes);
+  RUN_TEST(test_fold_check_running);
 CHECK_MAIN_END
