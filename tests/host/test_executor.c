@@ -571,6 +571,10 @@ struct stress {
   int steps[S_COS];
   uint64_t seed[S_COS];
   volatile int done;
+  uint32_t wake_to_lanes;      // nonzero: some wakes are exec_wake_to a lane below this
+  int want_park[S_THREADS];    // the fold stress: main asks lane i's worker to step out,
+  int is_out[S_THREADS];       // and it says when it has
+  uint32_t folds, grows, refused;   // over the fold stress's runs
 };
 static struct stress st_g;
 struct stress_arg { int i; };
@@ -584,7 +588,10 @@ static int stress_poll(void *arg) {
     return CO_DONE;
   uint64_t r = rnd(&st_g.seed[i]);
   int other = (int)(r % S_COS);
-  exec_wake(st_g.ex, st_g.cid[other]);        // may be stale, blocked, ready or running
+  if (st_g.wake_to_lanes && (r & 0x800))     // (the lane may be folded)
+    exec_wake_to(st_g.ex, st_g.cid[other], (uint32_t)(r >> 20) % st_g.wake_to_lanes);
+  else
+    exec_wake(st_g.ex, st_g.cid[other]);      // may be stale, blocked, ready or running
   if (r & 0x100)
     exec_reprio(st_g.ex, st_g.cid[other], (uint32_t)((r >> 12) % 8));
   if (r & 0x200)
@@ -597,6 +604,18 @@ static void *stress_worker(void *arg) {
   struct co *prev = 0;
   int res = 0;
   while (!st_g.done) {
+    if (__atomic_load_n(&st_g.want_park[lane], __ATOMIC_ACQUIRE)) {
+      // Step out of the executor, as a parking hart does: settle what ran,
+      // take nothing, and wait until main lets us back in.
+      if (prev)
+        exec_settle_one(st_g.ex, prev, res);
+      prev = 0;
+      __atomic_store_n(&st_g.is_out[lane], 1, __ATOMIC_RELEASE);
+      while (__atomic_load_n(&st_g.want_park[lane], __ATOMIC_ACQUIRE) && !st_g.done)
+        sched_yield();
+      __atomic_store_n(&st_g.is_out[lane], 0, __ATOMIC_RELEASE);
+      continue;
+    }
     struct co *c = exec_next_on(st_g.ex, lane, prev, res);
     prev = c;
     if (c)
@@ -615,12 +634,21 @@ static void *stress_worker(void *arg) {
 // thread checks, counts and wakes beside it; S_THREADS: one lane each, so
 // they steal from each other whenever a better coroutine waits in another
 // lane.
-static void stress_run(uint32_t nlanes) {
+// fold: main also folds the top lane away and grows it back, again and
+// again, as kernel/park.c does with a parking hart's (its worker steps out
+// first), and a quarter of the wakes are exec_wake_to a random lane, folded
+// or not.
+static void stress_run(uint32_t nlanes, int fold) {
   uint32_t nthreads = nlanes;
   struct executor ex;
   exec_init_lanes(&ex, 8, nlanes, malloc, free);
   st_g.ex = &ex;
   st_g.done = 0;
+  st_g.wake_to_lanes = fold ? nlanes : 0;
+  for (uint32_t i = 0; i < S_THREADS; i++)
+    st_g.want_park[i] = st_g.is_out[i] = 0;
+  uint32_t folds = 0, grows = 0, refused = 0;
+  uint64_t fseed = 0x2545f4914f6cdd1dULL;
   for (int i = 0; i < S_COS; i++) {
     st_g.steps[i] = 0;
     st_g.seed[i] = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
@@ -657,6 +685,28 @@ static void stress_run(uint32_t nlanes) {
              s.running, s.blocked);
       break;
     }
+    if (fold) {
+      uint32_t n = ex.nlanes;
+      if (n < nlanes && (n == 1 || (rnd(&fseed) & 1))) {
+        // Grow the top lane back, then let its worker in.
+        CHECK_EQ(exec_set_lanes(&ex, n + 1), 0);
+        __atomic_store_n(&st_g.want_park[n], 0, __ATOMIC_RELEASE);
+        grows++;
+      } else if (n > 1) {
+        uint32_t top = n - 1;
+        __atomic_store_n(&st_g.want_park[top], 1, __ATOMIC_RELEASE);
+        while (!__atomic_load_n(&st_g.is_out[top], __ATOMIC_ACQUIRE))
+          sched_yield();
+        int r = exec_fold_lanes(&ex, top);
+        if (r == 0) {
+          folds++;
+        } else {
+          CHECK_EQ(r, EXEC_EBUSY);   // something was queued there: let it run
+          __atomic_store_n(&st_g.want_park[top], 0, __ATOMIC_RELEASE);
+          refused++;
+        }
+      }
+    }
     usleep(200);                  // let the workers run between two walks
   }
   st_g.done = 1;
@@ -673,13 +723,27 @@ static void stress_run(uint32_t nlanes) {
   CHECK_EQ(exec_best_prio(&ex), NPRIO_MAX);   // the union holds nothing stale at rest
   if (nlanes > 1)
     CHECK(fin.steals > 0);
+  if (fold) {
+    st_g.folds += folds;
+    st_g.grows += grows;
+    st_g.refused += refused;
+  }
   for (int i = 0; i < S_COS; i++)
     CHECK_EQ(st_g.steps[i], S_STEPS);
   exec_destroy(&ex);
 }
 
-static void test_threaded_stress_invariants(void) { stress_run(1); }
-static void test_threaded_stress_lanes(void) { stress_run(S_THREADS); }
+static void test_threaded_stress_invariants(void) { stress_run(1, 0); }
+static void test_threaded_stress_lanes(void) { stress_run(S_THREADS, 0); }
+// (Twenty runs: one run folds a dozen times or so, too few for the races.)
+static void test_threaded_stress_fold_and_grow(void) {
+  st_g.folds = st_g.grows = st_g.refused = 0;
+  for (int run = 0; run < 20 && !check_failed_; run++)
+    stress_run(S_THREADS, 1);
+  printf("  lanes folded %u times (%u refused), grown %u times\n", st_g.folds, st_g.refused,
+         st_g.grows);
+  CHECK(st_g.folds > 0 && st_g.grows > 0);
+}
 
 // ---- lanes, one thread: the rules, step by step ----
 
@@ -919,6 +983,7 @@ CHECK_MAIN_BEGIN("test_executor")
   RUN_TEST(test_ctz_soft);
   RUN_TEST(test_threaded_stress_invariants);
   RUN_TEST(test_threaded_stress_lanes);
+  RUN_TEST(test_threaded_stress_fold_and_grow);
   RUN_TEST(test_lanes_own_first_then_steal_better);
   RUN_TEST(test_lanes_yield_and_union);
   RUN_TEST(test_wake_to_another_lane);
