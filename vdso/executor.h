@@ -90,6 +90,7 @@ struct co {
                             // halfword, so that one store sets a state and clears
                             // or sets the flags with it)
   uint32_t lane;            // home lane: where it is queued, runs, or was freed
+                            // (a blocked one's may be a folded lane: lane 0 holds it)
 };
 
 // The ready coroutines of one priority in one lane, in FIFO order, form a ring
@@ -165,9 +166,10 @@ int exec_init(struct executor *ex, uint32_t nprio, void *(*alloc)(size_t), void 
 // room for all is allocated at init). 0 or EXEC_EINVAL.
 int exec_set_lanes(struct executor *ex, uint32_t nlanes);
 // Use only lanes 0..nlanes-1 from now on (fewer than now): their harts stop
-// (kernel/park.c). The others must have nothing ready or running; what is
-// homed there moves to lane 0 (executor.c says what the caller must keep
-// out). 0, EXEC_EINVAL or EXEC_EBUSY. exec_set_lanes grows them again.
+// (kernel/park.c). The others must have nothing ready or running; a
+// coroutine blocked there keeps its home, wakes in lane 0 while that lane is
+// folded, and in it again once exec_set_lanes has grown it back (executor.c
+// says what the caller must keep out). 0, EXEC_EINVAL or EXEC_EBUSY.
 int exec_fold_lanes(struct executor *ex, uint32_t nlanes);
 // Grow the slot table to at least `slots` slots now (it grows by itself when
 // full; reserving up front keeps a peak of live coroutines from changing the
