@@ -26,16 +26,20 @@
 #
 #   scripts/bench-light.sh   (env: BUILD, CONFIGS, MODEL, N, ROUNDS, MAX_ROUNDS,
 #                             STEAL_PCT, DURATION_S, OUT)
-#   CONFIGS: "name:harts:bootargs[:net[:matrixd[:os]]]" words, bootargs with
+#   CONFIGS: "name:harts:bootargs[:net[:matrixd[:os[:image]]]]" words, bootargs with
 #     commas for spaces, net user or tap (NET's value if left out), matrixd:
 #     more arguments for matrixd in this configuration only, after MODEL's
 #     (commas for spaces), os coral (the default) or linux: the Linux
 #     baseline instead of Coral (scripts/linux/build.sh: one mserver a hart,
-#     the same protocol and client; bootargs, matrixd and MODEL do not apply).
+#     the same protocol and client; bootargs, matrixd and MODEL do not apply),
+#     image: the Coral kernel to boot in this configuration (a copied
+#     kernel.elf; KERNEL_IMAGE, else this tree's build, by default), so that
+#     two versions of the kernel are compared in the same rounds.
 #     The first configuration of each network and OS is the one the others
 #     of that network and OS are divided by (its base). Default "1h:1: 2h:2:"; e.g.
 #     "1h:1: 2h:2: 2h-eager:2:kick_us=0" or "1h:1:: 2h:2:: 1h-tap:1::tap 2h-tap:2::tap"
-#     or "1h:1::tap 2h:2::tap 2h-t1:2::tap:-t,1" or "1h:1: 2h:2: 1h-linux:1::::linux 2h-linux:2::::linux".
+#     or "1h:1::tap 2h:2::tap 2h-t1:2::tap:-t,1" or "1h:1: 2h:2: 1h-linux:1::::linux 2h-linux:2::::linux"
+#     or "old:2:::::/tmp/old.elf new:2:::::/tmp/new.elf".
 #   MODEL: matrixd's -m, with its other arguments after commas ("kcuc,-t,1").
 #   STEAL_PCT: 1 by default; a large value (100) counts every round.
 #   PNG: also draw the calm rounds' pooled latencies against their percentile
@@ -73,12 +77,17 @@ esac
 OUT=${OUT:-$BUILD/bench-light/light.md}
 NET=${NET:-user}
 # parse_config WORD: set name, harts, args, net, margs (matrixd's own
-# arguments), os and group (what its base is the first of: the network, and
+# arguments), os, image and group (what its base is the first of: the network, and
 # the OS when it is not Coral) from one CONFIGS word.
 parse_config() {
   local f
   IFS=: read -r -a f <<< "$1"
   name=${f[0]} harts=${f[1]:-} args=${f[2]:-} net=${f[3]:-} margs=${f[4]:-} os=${f[5]:-coral}
+  image=${f[6]:-${KERNEL_IMAGE:-}}
+  if [ -n "$image" ] && [ ! -f "$image" ]; then
+    echo "bench-light: $1: no kernel image $image" >&2
+    exit 2
+  fi
   net=${net:-$NET}
   case $net in
     user | tap) ;;
@@ -160,7 +169,7 @@ while [ ${#calm[@]} -lt "$ROUNDS" ] && [ "$round" -lt "$MAX_ROUNDS" ]; do
     if [ "$os" = linux ]; then
       drive_linux_stats "$log" "$harts" "$LINUX_IMAGE" "$run"
     else
-      drive_matrixd_stats "$log" "$harts" "$MODEL${margs:+,$margs}" "${args:+ ${args//,/ }}" "$run"
+      KERNEL_IMAGE=$image drive_matrixd_stats "$log" "$harts" "$MODEL${margs:+,$margs}" "${args:+ ${args//,/ }}" "$run"
     fi
     if [ $? != 0 ]; then
       echo "bench-light: round $round, $name failed: $(cat "$log.err") (see $log)" >&2
