@@ -736,12 +736,39 @@ static __attribute__((noinline)) struct co *next_elsewhere(struct executor *ex, 
   return c;
 }
 
+// The last fold left one lane (exec_fold_lanes), and lane 0's thread, the
+// only one that steps from now on, comes by: it turns the one-lane steps on
+// itself. The fold cannot: those steps take no lock, so a thread that found
+// `multi` clear with a plain load could read the lane as it was before the
+// fold's stores (RVWMO lets loads pass one another). Taking lane 0's lock
+// here orders this thread after the fold; the steps it takes afterwards are
+// in its own program order. (nlanes changes only under lane 0's lock.)
+static __attribute__((noinline)) int back_to_one_lane(struct executor *ex) {
+  struct exec_lane *l0 = lane_at(ex, 0);
+  LOCKED(&l0->lock);
+  int one = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED) == 1;
+  if (one) {
+    // The one-lane union is an exact copy of the lane's bitmap (union_copy);
+    // with several it may hold a bit nobody backs any more.
+    __atomic_store_n(&ex->bitmap, l0->bitmap, __ATOMIC_RELAXED);
+    __atomic_store_n(&ex->multi, 0, __ATOMIC_RELAXED);
+  }
+  UNLOCK(&l0->lock);
+  return one;
+}
+
+static inline __attribute__((always_inline)) struct co *next_one(struct executor *ex,
+                                                                 struct co *prev,
+                                                                 int prev_result);
+
 // Several lanes: the general step.
 static __attribute__((noinline)) struct co *next_multi(struct executor *ex, uint32_t lane,
                                                        struct co *prev, int prev_result) {
   uint32_t n = __atomic_load_n(&ex->nlanes, __ATOMIC_RELAXED);
   if (__builtin_expect(lane >= n, 0))
     lane %= n;
+  else if (__builtin_expect(n == 1, 0) && back_to_one_lane(ex))
+    return next_one(ex, prev, prev_result);
   struct exec_lane *l = lane_at(ex, lane);
   LOCKED(&l->lock);
   uint64_t all = __atomic_load_n(&ex->bitmap, __ATOMIC_RELAXED);
@@ -1004,7 +1031,8 @@ static void unlock_all(struct executor *ex, exec_irqstate_t *irq, uint32_t n) {
 // which only the caller can know (a running coroutine there is a caller's
 // bug that exec_check reports). Their free slots and counters go to lane 0,
 // so that the executor looks as if it had always had nlanes lanes; with one
-// lane left it takes the one-lane steps again. The coroutines blocked there
+// lane left, lane 0's next step turns the one-lane steps on again
+// (back_to_one_lane: not here, for the ordering). The coroutines blocked there
 // keep their home: until their lane comes back, a wake queues them in lane 0
 // (lock_home) and makes that their home, and if it comes back first
 // (exec_set_lanes), they wake where they lived before, so that a hart parked
@@ -1045,12 +1073,6 @@ int exec_fold_lanes(struct executor *ex, uint32_t nlanes) {
       l->spawned = l->exited = 0;
     }
     __atomic_store_n(&ex->nlanes, nlanes, __ATOMIC_SEQ_CST);
-    if (nlanes == 1) {
-      // The one-lane union is an exact copy of the lane's bitmap (union_copy);
-      // with several it may hold a bit nobody backs any more.
-      __atomic_store_n(&ex->bitmap, l0->bitmap, __ATOMIC_SEQ_CST);
-      __atomic_store_n(&ex->multi, 0, __ATOMIC_SEQ_CST);
-    }
   }
   unlock_all(ex, irq, nl);
   return r;
@@ -1179,8 +1201,10 @@ int exec_check(struct executor *ex, char *why, size_t whylen) {
       r = fail(why, whylen, "lane free cache count is wrong; lane", i);
     nfree += cached;
   }
-  if (!r && ex->multi != (nl > 1))
-    r = fail(why, whylen, "the one-lane flag disagrees with the lane count", nl);
+  // (A fold to one lane leaves `multi` set until lane 0's next step:
+  // back_to_one_lane.)
+  if (!r && !ex->multi && nl > 1)
+    r = fail(why, whylen, "the one-lane flag is set with several lanes", nl);
   if (!r && (any & ~__atomic_load_n(&ex->bitmap, __ATOMIC_SEQ_CST)))
     r = fail(why, whylen, "a lane has a priority the union bitmap lacks; lanes' union", any);
   for (struct co *c = ex->free_list; c && !r; c = c->next) {

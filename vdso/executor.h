@@ -147,7 +147,8 @@ struct executor {
   char *lanes;                        // nlanes lanes, 1 << lane_shift bytes apart
   uint32_t lane_shift;
   uint32_t nchunks;                   // published with release; readers need no lock
-  uint32_t multi;                     // nlanes > 1: the steps' one test for the one-lane path
+  uint32_t multi;                     // nlanes > 1 (or a fold to 1 that lane 0 has not seen):
+                                      // the steps' one test for the one-lane path
   uint32_t reserved;
   struct co *chunks[EXEC_MAX_CHUNKS]; // slot s is chunks[s/256][s%256]; never moved
   struct co *free_list;               // FREE slots not in a lane's cache, linked through `next`

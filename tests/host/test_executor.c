@@ -888,6 +888,9 @@ static void test_fold_lanes(void) {
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   CHECK_EQ(exec_fold_lanes(&ex, 1), 0);                 // and lane 1
   CHECK_EQ(ex.nlanes, 1);
+  CHECK_EQ(ex.multi, 1);             // until lane 0's thread comes by (back_to_one_lane)
+  CHECK(exec_check(&ex, why, sizeof why) == 0);
+  CHECK(exec_next_on(&ex, 0, 0, 0) == 0);               // it does: the one-lane steps
   CHECK_EQ(ex.multi, 0);
   CHECK(exec_check(&ex, why, sizeof why) == 0);
   exec_get_stats(&ex, &after);

@@ -110,6 +110,10 @@ static void idle_harts_fold_and_a_spawn_starts_them_body(void) {
   int parked = wait_all_parked();
   char why[96] = "";
   int ok = exec_check(&kexec, why, sizeof why) == 0;
+  // This hart's first step after the last fold turns the one-lane steps on
+  // (back_to_one_lane in vdso/executor.c); the fold may have come after its
+  // last one.
+  kco_yield();
   uint32_t multi = kexec.multi;
   // A spawn aimed at the highest hart starts every hart up to it; this hart
   // holds itself meanwhile (idle, it would take the coroutine first).
