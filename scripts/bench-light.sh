@@ -362,6 +362,9 @@ pooled_rows() {
 }
 
 {
+  # (bench-smp copies this line beside the tables it takes from here.)
+  echo "Measured on $(date -u +%F) by scripts/bench-light.sh: LOAD=$LOAD, MODEL=$MODEL, N=$N; rounds: ${#all[@]}, ${DURATION_S} s each."
+  echo
   echo "| round | first booted | counted | $(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf '%s req/s | ' "${c%%:*}"; printf '%s p50 us | %s p99 us | %s over 5 ms | %s late timer irqs, latest | %s host steal ms | ' "${c%%:*}" "${c%%:*}" "${c%%:*}" "${c%%:*}" "${c%%:*}"; done)"
   echo "|---|---|---|$(for c in "${configs[@]}"; do [ "$LOAD" = closed ] && printf -- '---|'; printf -- '---|---|---|---|---|'; done)"
   for r in "${all[@]}"; do

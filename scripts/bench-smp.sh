@@ -111,7 +111,9 @@ issue13_rows() {
     section "$1" "$2"
     grep '^!\[' "$1" | sed 's/$/\n/' || true   # its charts, beside smp.md
     section "$1" "Where the host's"
-    echo "From [$3]($3): its rounds, the host's steal in each, and more figures."
+    local when
+    when=$(sed -n 's/^Measured on \([0-9-]*\) .*/\1/p' "$1" | head -1)
+    echo "From [$3]($3)${when:+, measured on $when}: its rounds, the host's steal in each, and more figures."
     echo "A configuration named -tap ran on a tap device (the host's own TCP stack),"
     echo "the others on QEMU's user network (slirp, in QEMU's main thread); each is"
     echo "divided by the one-hart configuration of its network (and of Linux, for Linux's)."
@@ -253,11 +255,12 @@ L.append(crows)
 L.append("")
 L.append("## Issue 13's light load: KCUC, 64 connections at 100 ms, p99 at -smp 2 over -smp 1")
 L.append("")
-L.append("`2v1h` boots two vCPUs of which Coral uses one (bootargs `harts=1`; the other")
-L.append("hart stays halted): one hart's kernel work with QEMU in its several-vCPU mode,")
-L.append("so its ratio is the share of two harts' that the emulator takes, whatever the")
-L.append("kernel does.")
-L.append("")
+if "| 2v1h |" in lrows:
+    L.append("`2v1h` boots two vCPUs of which Coral uses one (bootargs `harts=1`; the other")
+    L.append("hart stays halted): one hart's kernel work with QEMU in its several-vCPU mode,")
+    L.append("so its ratio is the share of two harts' that the emulator takes, whatever the")
+    L.append("kernel does.")
+    L.append("")
 L.append(lrows)
 L.append("")
 open(out, "w").write("\n".join(L) + "\n")
