@@ -431,6 +431,41 @@ NOTES
         awk 'NR <= 8 || $1 + 0 >= 40'
       echo '```'
     done
+    if [ $native = 1 ]; then
+      echo
+      echo "### native, the round trip alone"
+      echo
+      echo "\`NATIVE=1 scripts/profile.sh async_roundtrip_span 400\`: the same without the calibration,"
+      echo "so a repetition is the measured span (the row plus the triggering write) and what the"
+      echo "benchmark does around it. Functions under 10 instructions are left out."
+      echo
+      echo '```'
+      NATIVE=1 scripts/profile.sh async_roundtrip_span 400 2>/dev/null | awk 'NR <= 8 || $1 + 0 >= 10'
+      echo '```'
+      cat <<'PHASES'
+
+By phase (read off that profile on 2026-12-02, when the repetition was 2,463
+instructions and the span 1,945; the row, 1,319, is the span less a one-byte
+write nobody waits for, 626):
+
+| phase | functions | instructions |
+|---|---|---|
+| submit: the async read's trap, straight to the park on the empty pipe | cops_async_submit, uservec (one of 3), syscall_fast_async, prio_publish_unless_kernel, park_read, pipe_park_reader, syswork_park_read, proc_async_start, a lock pair | about 440 |
+| main's write as a plain write would cost it (subtracted) | uservec, syscall_dispatch, sys_rw, file_write, copyin, prio_publish, the switcher's pass, user_return, a lock pair | about 630 |
+| the completion inside that write | feed_one, copyout, apark_done, ring_complete, uintr_post, proc_async_done, full, a lock pair | about 370 |
+| delivery and the wake | uintr_native_trap, uintr_native_enter, cops_uintr_entry, cops_uintr_handler, drain, take_one, exec_wake | about 220 |
+| the user side's switches in the span (reader blocks, main runs, main blocks, reader resumes) | run_loop, exec_next_on, the inline wait in async_reader | about 290 |
+| outside the span | the delivery row's kstat (a full trap, about 370), the reader's wake of main | about 520 |
+
+The target, 1,000, is 319 below the row. A submit with no trap (the calls
+written to a ring the kernel reads at its next entry) would take away the
+trap's share of the first phase, about 150-200; but then no async call
+could be answered at once (the fast path, in which a call with nothing to
+wait for returns its result from the submit with no completion and no
+interrupt: DESIGN.md's system calls) and every one would pay the last
+three phases. That trade is not made here.
+PHASES
+    fi
     # The other rows that miss their targets, line by line (emulated; the
     # native rows differ only in the u-CSR hand-over at each trap and switch).
     for b in "sync_syscall 2000 user_sync_syscall" "thread_switch 1000 thread_switch_yield" \

@@ -11,7 +11,9 @@
 #   SMP=2 HART=1 scripts/profile.sh ...   count hart 1 alone (much slower)
 #
 # BENCH is a name `ubench --only` knows (it lists them); what one repetition is
-# depends on the benchmark (async_roundtrip: ROUNDS/4 round trips; the switch
+# depends on the benchmark (async_roundtrip: ROUNDS/4 round trips, each with
+# the benchmark's calibration around it; async_roundtrip_span: the same without
+# the calibration; the switch
 # benchmarks: 2*ROUNDS switches), and the report divides by that count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +22,7 @@ BUILD=${BUILD:-build}
 bench=${1:?usage: scripts/profile.sh BENCH [ROUNDS]}
 rounds=${2:-400}
 case $bench in
-  async_roundtrip) per=$((rounds / 4)) ;;
+  async_roundtrip|async_roundtrip_span) per=$((rounds / 4)) ;;
   remote_delivery) per=$((rounds / 20)) ;;
   stackless_switch|stackful_switch|process_switch|thread_switch) per=$((2 * rounds)) ;;
   *) per=$rounds ;;
