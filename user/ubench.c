@@ -126,18 +126,16 @@ static void async_reader(void *arg) {
   }
 }
 
-// 0: async_roundtrip_span, for scripts/profile.sh: no calibration writes,
-// so that a profile's repetition is the round trip and what the benchmark
-// does around it, and nothing else.
-static int rt_calibrate = 1;
-
-static void bench_async_roundtrip(void) {
+// calibrate 0 (async_roundtrip_span, for scripts/profile.sh): no calibration
+// writes, so that a profile's repetition is the round trip and what the
+// benchmark does around it, and nothing else.
+static void async_roundtrip(int calibrate) {
   pipe(p);
   got = 0;
   rt_total = delivery_total = 0;
   uint64_t plain = 0;
   char c;
-  for (int i = 0; rt_calibrate && i < N / 4; i++) {
+  for (int i = 0; calibrate && i < N / 4; i++) {
     uint64_t w0 = instret();
     write(p[1], "x", 1);             // nobody waits: just the write
     plain += instret() - w0;
@@ -150,7 +148,7 @@ static void bench_async_roundtrip(void) {
     while (got <= i)
       cops_block();
   }
-  if (!rt_calibrate) {
+  if (!calibrate) {
     report("user_async_roundtrip_span", rt_total, N / 4);   // (the write not subtracted)
     close(p[0]);
     close(p[1]);
@@ -356,17 +354,21 @@ static void bench_thread_switch(void) {
   report("thread_switch_yield", thread_t1 - thread_t0, 2 * N);
 }
 
-static const struct { const char *name; void (*run)(void); } benches[] = {
-  { "sync_syscall", bench_sync_syscall },
-  { "emulated_csr", bench_emulated_csr },
-  { "stackless_switch", bench_stackless_switch },
-  { "stackful_switch", bench_stackful_switch },
-  { "async_roundtrip", bench_async_roundtrip },
-  { "async_roundtrip_span", 0 },     // for profile.sh: --only async_roundtrip_span
-  { "process_switch", bench_process_switch },
-  { "thread_switch", bench_thread_switch },
-  { "pipe_pingpong", bench_pipe_pingpong },
-  { "remote_delivery", 0 },          // run on its own (two harts): --only remote_delivery
+static void bench_async_roundtrip(void) { async_roundtrip(1); }
+static void bench_async_roundtrip_span(void) { async_roundtrip(0); }
+
+// alone: run only when named (ubench --only NAME), not in the full run.
+static const struct { const char *name; void (*run)(void); int alone; } benches[] = {
+  { "sync_syscall", bench_sync_syscall, 0 },
+  { "emulated_csr", bench_emulated_csr, 0 },
+  { "stackless_switch", bench_stackless_switch, 0 },
+  { "stackful_switch", bench_stackful_switch, 0 },
+  { "async_roundtrip", bench_async_roundtrip, 0 },
+  { "async_roundtrip_span", bench_async_roundtrip_span, 1 },   // for scripts/profile.sh
+  { "process_switch", bench_process_switch, 0 },
+  { "thread_switch", bench_thread_switch, 0 },
+  { "pipe_pingpong", bench_pipe_pingpong, 0 },
+  { "remote_delivery", bench_remote_delivery, 1 },   // two harts: bench-micro runs it alone
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
@@ -395,14 +397,7 @@ int main(int argc, char **argv) {
       N = atoi(argv[3]);
     for (unsigned i = 0; argc > 2 && N >= 4 && i < NBENCH; i++)   // (N / 4 round trips)
       if (strcmp(argv[2], benches[i].name) == 0) {
-        if (benches[i].run) {
-          benches[i].run();
-        } else if (strcmp(argv[2], "async_roundtrip_span") == 0) {
-          rt_calibrate = 0;
-          bench_async_roundtrip();
-        } else {
-          bench_remote_delivery();
-        }
+        benches[i].run();
         printf("BENCH USER DONE\n");
         return 0;
       }
@@ -413,7 +408,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (unsigned i = 0; i < NBENCH; i++)
-    if (benches[i].run)
+    if (!benches[i].alone)
       benches[i].run();
   printf("BENCH USER DONE\n");
   return 0;
